@@ -1,0 +1,90 @@
+use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::validate;
+use crate::ConfigError;
+use std::time::Duration;
+
+/// Fixed window: one counter per aligned window of time.
+///
+/// The cheapest algorithm, and the loosest: a client that times its bursts
+/// to a window boundary gets up to twice the limit within a moment. Use it
+/// for coarse quotas (per day), where a brief 2× does not matter.
+///
+/// ```
+/// use floodgate::algorithm::FixedWindow;
+/// use std::time::Duration;
+/// let daily = FixedWindow::new(10_000, Duration::from_secs(86_400));
+/// assert!(FixedWindow::try_new(0, Duration::from_secs(1)).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FixedWindow {
+    limit: u64,
+    window_ms: u64,
+}
+
+impl FixedWindow {
+    /// At most `limit` cost units per aligned `window`.
+    ///
+    /// # Panics
+    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
+    pub fn new(limit: u64, window: Duration) -> Self {
+        validate::or_panic(Self::try_new(limit, window))
+    }
+
+    /// Like [`new`](Self::new), returning an error that names the invalid
+    /// field: `limit` of 0, `window` under 1 ms or not whole milliseconds.
+    pub fn try_new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
+        Ok(Self {
+            limit: validate::limit("limit", limit)?,
+            window_ms: validate::window("window", window)?,
+        })
+    }
+
+    pub(super) fn to_spec(self) -> Spec {
+        Spec::FixedWindow {
+            limit: self.limit,
+            window_ms: self.window_ms,
+        }
+    }
+}
+
+/// Twin of `lua/fixed_window.lua`.
+pub(super) fn decide(
+    limit: f64,
+    window: f64,
+    state: &mut Option<State>,
+    now: f64,
+    cost: f64,
+    dry: bool,
+) -> (Reply, Write) {
+    let idx = (now / window).floor();
+    let reset = (idx + 1.0) * window - now;
+    let count = match state {
+        Some(State::Counter { idx: i, count }) if *i == idx => *count,
+        _ => 0.0,
+    };
+    let reset_if_used = |c: f64| if c > 0.0 { reset } else { 0.0 };
+    if count + cost > limit {
+        let retry = (cost <= limit).then_some(reset);
+        return (
+            reply(
+                false,
+                limit,
+                limit - count,
+                reset_if_used(count),
+                retry,
+                0.0,
+            ),
+            None,
+        );
+    }
+    let count = count + cost;
+    let mut write = None;
+    if cost > 0.0 && !dry {
+        *state = Some(State::Counter { idx, count });
+        write = Some((reset + SLACK_MS) as u64);
+    }
+    (
+        reply(true, limit, limit - count, reset_if_used(count), None, 0.0),
+        write,
+    )
+}

@@ -1,0 +1,100 @@
+use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::validate;
+use crate::ConfigError;
+use std::time::Duration;
+
+/// GCRA, the generic cell rate algorithm (as go-redis/redis_rate and governor).
+///
+/// A steady rate of `limit` per `period`, and at most `burst` admitted at once
+/// from a rested state (default: `limit`). The state is a single time per key,
+/// the smallest of all. `burst(n)` is redis_rate's `Burst`; redis-cell's
+/// `max_burst` is `n - 1`.
+///
+/// ```
+/// use floodgate::algorithm::Gcra;
+/// use std::time::Duration;
+/// let api = Gcra::new(10, Duration::from_secs(1)).burst(20);
+/// assert!(Gcra::new(10, Duration::from_secs(1)).try_burst(0).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Gcra {
+    limit: u64,
+    period_ms: u64,
+    burst: u64,
+}
+
+impl Gcra {
+    /// `limit` per `period` at a steady rate, with a burst of `limit`.
+    ///
+    /// # Panics
+    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
+    pub fn new(limit: u64, period: Duration) -> Self {
+        validate::or_panic(Self::try_new(limit, period))
+    }
+
+    /// Like [`new`](Self::new), returning an error that names the invalid field.
+    pub fn try_new(limit: u64, period: Duration) -> Result<Self, ConfigError> {
+        Ok(Self {
+            limit: validate::limit("limit", limit)?,
+            period_ms: validate::window("period", period)?,
+            burst: limit,
+        })
+    }
+
+    /// At most `n` requests admitted at once from a rested state.
+    ///
+    /// # Panics
+    /// When `n` is 0 or too large; see [`try_burst`](Self::try_burst).
+    pub fn burst(self, n: u64) -> Self {
+        validate::or_panic(self.try_burst(n))
+    }
+
+    /// Like [`burst`](Self::burst), returning an error that names the field.
+    pub fn try_burst(mut self, n: u64) -> Result<Self, ConfigError> {
+        self.burst = validate::limit("burst", n)?;
+        Ok(self)
+    }
+
+    pub(super) fn to_spec(self) -> Spec {
+        Spec::Gcra {
+            limit: self.limit,
+            period_ms: self.period_ms,
+            burst: self.burst,
+            interval_ms: self.period_ms as f64 / self.limit as f64,
+        }
+    }
+}
+
+/// Twin of `lua/gcra.lua`.
+pub(super) fn decide(
+    burst: f64,
+    interval: f64,
+    state: &mut Option<State>,
+    now: f64,
+    cost: f64,
+    dry: bool,
+) -> (Reply, Write) {
+    let tau = burst * interval;
+    let tat = match *state {
+        Some(State::Tat(t)) => t,
+        _ => now,
+    }
+    .max(now);
+    let new_tat = tat + cost * interval;
+    let allow_at = new_tat - tau;
+    if allow_at > now {
+        let retry = (cost <= burst).then_some(allow_at - now);
+        let remaining = ((tau - (tat - now)) / interval).floor();
+        return (reply(false, burst, remaining, tat - now, retry, 0.0), None);
+    }
+    let mut write = None;
+    if cost > 0.0 && !dry {
+        *state = Some(State::Tat(new_tat));
+        write = Some(((new_tat - now).ceil() + SLACK_MS) as u64);
+    }
+    let remaining = ((tau - (new_tat - now)) / interval).floor();
+    (
+        reply(true, burst, remaining, new_tat - now, None, 0.0),
+        write,
+    )
+}

@@ -1,0 +1,94 @@
+use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::validate;
+use crate::ConfigError;
+
+/// Leaky bucket as a queue, like nginx `limit_req` without `nodelay`.
+///
+/// The queue drains at `leak_per_sec`. An admitted request gets a
+/// [`delay`](crate::Decision::delay): the time for what is ahead of it to
+/// drain, so output is smooth whatever the input. A request is rejected when
+/// the queue has no room left for its cost. nginx's `burst=B` (which admits
+/// one request plus `B` queued) is `LeakyBucket::new(B + 1, rate)`.
+///
+/// Admission is the same as a token bucket of the same capacity and rate; the
+/// difference is the delay. Queued requests cost the user latency, which is
+/// why a plain rejection (token bucket, GCRA) usually suits APIs better.
+///
+/// ```
+/// use floodgate::algorithm::LeakyBucket;
+/// let smooth = LeakyBucket::new(20, 10.0); // queue up to 20, 10/s out
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeakyBucket {
+    capacity: u64,
+    rate: f64,
+}
+
+impl LeakyBucket {
+    /// A queue of `capacity` cost units drained at `leak_per_sec` units per second.
+    ///
+    /// # Panics
+    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
+    pub fn new(capacity: u64, leak_per_sec: f64) -> Self {
+        validate::or_panic(Self::try_new(capacity, leak_per_sec))
+    }
+
+    /// Like [`new`](Self::new), returning an error that names the invalid field.
+    pub fn try_new(capacity: u64, leak_per_sec: f64) -> Result<Self, ConfigError> {
+        Ok(Self {
+            capacity: validate::limit("capacity", capacity)?,
+            rate: validate::rate("leak_per_sec", leak_per_sec)?,
+        })
+    }
+
+    pub(super) fn to_spec(self) -> Spec {
+        Spec::LeakyBucket {
+            capacity: self.capacity,
+            rate: self.rate,
+        }
+    }
+}
+
+/// Twin of `lua/leaky_bucket.lua`.
+pub(super) fn decide(
+    cap: f64,
+    rate: f64,
+    state: &mut Option<State>,
+    now: f64,
+    cost: f64,
+    dry: bool,
+) -> (Reply, Write) {
+    let (level, mut ts) = match *state {
+        Some(State::Bucket { amount, ts }) => (amount, ts),
+        _ => (0.0, now),
+    };
+    let elapsed = (now - ts).max(0.0);
+    let level = (level - elapsed / 1000.0 * rate).max(0.0);
+    if level + cost > cap {
+        let retry = (cost <= cap).then(|| {
+            let mut retry = ((level + cost - cap) / rate * 1000.0).ceil();
+            while level - retry / 1000.0 * rate + cost > cap {
+                retry += 1.0;
+            }
+            retry
+        });
+        let reset = level / rate * 1000.0;
+        return (
+            reply(false, cap, (cap - level).floor(), reset, retry, 0.0),
+            None,
+        );
+    }
+    let delay = level / rate * 1000.0;
+    let level = level + cost;
+    let reset = level / rate * 1000.0;
+    let mut write = None;
+    if cost > 0.0 && !dry {
+        ts = ts.max(now);
+        *state = Some(State::Bucket { amount: level, ts });
+        write = Some((reset.ceil() + SLACK_MS) as u64);
+    }
+    (
+        reply(true, cap, (cap - level).floor(), reset, None, delay),
+        write,
+    )
+}

@@ -1,0 +1,121 @@
+use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::validate;
+use crate::ConfigError;
+use std::time::Duration;
+
+/// Sliding window counter: the current and the previous fixed-window counts,
+/// the previous one weighted by how much of it is still inside the sliding
+/// window: `prev × (1 − (now mod w)/w) + cur`, counted in whole requests.
+///
+/// Nearly exact with constant memory: what most gateways run. A request is
+/// denied when adding its cost to the estimate would exceed the limit.
+///
+/// ```
+/// use floodgate::algorithm::SlidingWindow;
+/// use std::time::Duration;
+/// let api = SlidingWindow::new(100, Duration::from_secs(60));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SlidingWindow {
+    limit: u64,
+    window_ms: u64,
+}
+
+impl SlidingWindow {
+    /// About `limit` cost units in any span of `window`.
+    ///
+    /// # Panics
+    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
+    pub fn new(limit: u64, window: Duration) -> Self {
+        validate::or_panic(Self::try_new(limit, window))
+    }
+
+    /// Like [`new`](Self::new), returning an error that names the invalid field.
+    pub fn try_new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
+        Ok(Self {
+            limit: validate::limit("limit", limit)?,
+            window_ms: validate::window("window", window)?,
+        })
+    }
+
+    pub(super) fn to_spec(self) -> Spec {
+        Spec::SlidingWindow {
+            limit: self.limit,
+            window_ms: self.window_ms,
+        }
+    }
+}
+
+/// Twin of `lua/sliding_window.lua`.
+pub(super) fn decide(
+    limit: f64,
+    window: f64,
+    state: &mut Option<State>,
+    now: f64,
+    cost: f64,
+    dry: bool,
+) -> (Reply, Write) {
+    let idx = (now / window).floor();
+    let (mut cur, prev) = match *state {
+        Some(State::Counters { idx: i, cur, prev }) if i == idx => (cur, prev),
+        Some(State::Counters { idx: i, cur, .. }) if i == idx - 1.0 => (0.0, cur),
+        _ => (0.0, 0.0),
+    };
+    let elapsed = now - idx * window;
+    let used = |p: f64, c: f64, e: f64| (p * (window - e) / window + c).floor();
+    let room = limit - cost;
+    let first_fit = |p: f64, c: f64, lo: f64| {
+        let mut e = lo;
+        if p > 0.0 {
+            e = (window - (room + 1.0 - c) * window / p).floor() + 1.0;
+            e = e.max(lo).min(window);
+        }
+        while e > lo && used(p, c, e - 1.0) <= room {
+            e -= 1.0;
+        }
+        while e < window && used(p, c, e) > room {
+            e += 1.0;
+        }
+        e
+    };
+    let reset_of = |c: f64, p: f64| {
+        if c > 0.0 {
+            (idx + 2.0) * window - now
+        } else if p > 0.0 {
+            (idx + 1.0) * window - now
+        } else {
+            0.0
+        }
+    };
+    let u = used(prev, cur, elapsed);
+    if u + cost > limit {
+        let retry = (cost <= limit).then(|| {
+            if cur + cost <= limit {
+                idx * window + first_fit(prev, cur, elapsed + 1.0) - now
+            } else {
+                (idx + 1.0) * window + first_fit(cur, 0.0, 0.0) - now
+            }
+        });
+        return (
+            reply(false, limit, limit - u, reset_of(cur, prev), retry, 0.0),
+            None,
+        );
+    }
+    cur += cost;
+    let mut write = None;
+    if cost > 0.0 && !dry {
+        *state = Some(State::Counters { idx, cur, prev });
+        write = Some(((idx + 2.0) * window - now + SLACK_MS) as u64);
+    }
+    (
+        reply(
+            true,
+            limit,
+            limit - used(prev, cur, elapsed),
+            reset_of(cur, prev),
+            None,
+            0.0,
+        ),
+        write,
+    )
+}

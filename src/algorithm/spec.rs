@@ -1,0 +1,248 @@
+//! What the stores need of an algorithm: its parameters, its script, and its
+//! in-memory twin.
+
+use super::Policy;
+use super::{fixed_window, gcra, leaky_bucket, sliding_log, sliding_window, token_bucket};
+use crate::Decision;
+use std::collections::VecDeque;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// Normalized parameters of one algorithm (public but unnameable: the sealed
+/// trait needs it). Numbers are the exact values both
+/// the script and the twin compute with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Spec {
+    FixedWindow {
+        limit: u64,
+        window_ms: u64,
+    },
+    SlidingLog {
+        limit: u64,
+        window_ms: u64,
+    },
+    SlidingWindow {
+        limit: u64,
+        window_ms: u64,
+    },
+    TokenBucket {
+        capacity: u64,
+        rate: f64,
+    },
+    LeakyBucket {
+        capacity: u64,
+        rate: f64,
+    },
+    /// `interval_ms` = period / limit: the time one unit of cost takes.
+    Gcra {
+        limit: u64,
+        period_ms: u64,
+        burst: u64,
+        interval_ms: f64,
+    },
+}
+
+/// The state of one key, mirroring what the script keeps in Redis. Numbers are
+/// `f64` because Lua's are.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum State {
+    /// Fixed window: (window index, count).
+    Counter { idx: f64, count: f64 },
+    /// Sliding log: times of admitted requests, oldest first.
+    Log(VecDeque<f64>),
+    /// Sliding window counter: (window index, current count, previous count).
+    Counters { idx: f64, cur: f64, prev: f64 },
+    /// Token bucket (tokens, time) or leaky bucket (level, time).
+    Bucket { amount: f64, ts: f64 },
+    /// GCRA: the theoretical arrival time.
+    Tat(f64),
+}
+
+/// A decision as the scripts return it: whole numbers, durations in ms
+/// rounded up, `retry_ms` -1 for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reply {
+    pub allowed: bool,
+    pub limit: i64,
+    pub remaining: i64,
+    pub reset_ms: i64,
+    pub retry_ms: i64,
+    pub delay_ms: i64,
+}
+
+/// What a twin did to the state: nothing, or wrote it with a TTL in ms.
+pub(crate) type Write = Option<u64>;
+
+/// Keys outlive their use by this margin (the scripts' `SLACK`).
+pub(crate) const SLACK_MS: f64 = 1000.0;
+
+macro_rules! script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            redis::Script::new(concat!(
+                include_str!("../../lua/prelude.lua"),
+                include_str!(concat!("../../lua/", $file))
+            ))
+        })
+    };
+}
+
+static FIXED_WINDOW: LazyLock<redis::Script> = script!("fixed_window.lua");
+static SLIDING_LOG: LazyLock<redis::Script> = script!("sliding_log.lua");
+static SLIDING_WINDOW: LazyLock<redis::Script> = script!("sliding_window.lua");
+static TOKEN_BUCKET: LazyLock<redis::Script> = script!("token_bucket.lua");
+static LEAKY_BUCKET: LazyLock<redis::Script> = script!("leaky_bucket.lua");
+static GCRA: LazyLock<redis::Script> = script!("gcra.lua");
+
+impl Spec {
+    /// The namespace of this algorithm's keys.
+    pub(crate) fn tag(&self) -> &'static str {
+        match self {
+            Spec::FixedWindow { .. } => "fw",
+            Spec::SlidingLog { .. } => "sl",
+            Spec::SlidingWindow { .. } => "sw",
+            Spec::TokenBucket { .. } => "tb",
+            Spec::LeakyBucket { .. } => "lb",
+            Spec::Gcra { .. } => "gcra",
+        }
+    }
+
+    /// The largest cost that can ever be admitted.
+    pub(crate) fn max_cost(&self) -> u64 {
+        match *self {
+            Spec::FixedWindow { limit, .. }
+            | Spec::SlidingLog { limit, .. }
+            | Spec::SlidingWindow { limit, .. } => limit,
+            Spec::TokenBucket { capacity, .. } | Spec::LeakyBucket { capacity, .. } => capacity,
+            Spec::Gcra { burst, .. } => burst,
+        }
+    }
+
+    /// Clamp a cost so that the script's arithmetic stays exact: any cost
+    /// above the maximum is denied the same way.
+    pub(crate) fn clamp_cost(&self, cost: u64) -> u64 {
+        cost.min(self.max_cost() + 1)
+    }
+
+    pub(crate) fn policy(&self) -> Policy {
+        let (quota, window_ms) = match *self {
+            Spec::FixedWindow { limit, window_ms }
+            | Spec::SlidingLog { limit, window_ms }
+            | Spec::SlidingWindow { limit, window_ms } => (limit, window_ms as f64),
+            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+                (capacity, capacity as f64 / rate * 1000.0)
+            }
+            Spec::Gcra {
+                limit, period_ms, ..
+            } => (limit, period_ms as f64),
+        };
+        Policy {
+            quota,
+            window: Duration::from_millis(window_ms.ceil() as u64),
+        }
+    }
+
+    pub(crate) fn script(&self) -> &'static redis::Script {
+        match self {
+            Spec::FixedWindow { .. } => &FIXED_WINDOW,
+            Spec::SlidingLog { .. } => &SLIDING_LOG,
+            Spec::SlidingWindow { .. } => &SLIDING_WINDOW,
+            Spec::TokenBucket { .. } => &TOKEN_BUCKET,
+            Spec::LeakyBucket { .. } => &LEAKY_BUCKET,
+            Spec::Gcra { .. } => &GCRA,
+        }
+    }
+
+    /// ARGV[4] and ARGV[5] of the script. `f64`'s `Display` is the shortest
+    /// string that parses back to the same double, so Lua sees the same value.
+    pub(crate) fn params(&self) -> [String; 2] {
+        match *self {
+            Spec::FixedWindow { limit, window_ms }
+            | Spec::SlidingLog { limit, window_ms }
+            | Spec::SlidingWindow { limit, window_ms } => {
+                [limit.to_string(), window_ms.to_string()]
+            }
+            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+                [capacity.to_string(), rate.to_string()]
+            }
+            Spec::Gcra {
+                burst, interval_ms, ..
+            } => [burst.to_string(), interval_ms.to_string()],
+        }
+    }
+
+    /// The in-memory twin: the script's decision, computed the same way.
+    /// `cost` must already be clamped.
+    pub(crate) fn decide(
+        &self,
+        state: &mut Option<State>,
+        now: u64,
+        cost: u64,
+        dry: bool,
+    ) -> (Reply, Write) {
+        let (now, cost) = (now as f64, cost as f64);
+        match *self {
+            Spec::FixedWindow { limit, window_ms } => {
+                fixed_window::decide(limit as f64, window_ms as f64, state, now, cost, dry)
+            }
+            Spec::SlidingLog { limit, window_ms } => {
+                sliding_log::decide(limit as f64, window_ms as f64, state, now, cost, dry)
+            }
+            Spec::SlidingWindow { limit, window_ms } => {
+                sliding_window::decide(limit as f64, window_ms as f64, state, now, cost, dry)
+            }
+            Spec::TokenBucket { capacity, rate } => {
+                token_bucket::decide(capacity as f64, rate, state, now, cost, dry)
+            }
+            Spec::LeakyBucket { capacity, rate } => {
+                leaky_bucket::decide(capacity as f64, rate, state, now, cost, dry)
+            }
+            Spec::Gcra {
+                burst, interval_ms, ..
+            } => gcra::decide(burst as f64, interval_ms, state, now, cost, dry),
+        }
+    }
+}
+
+/// Lua's `ms()`: whole ms rounded up, 0 for anything not positive.
+pub(crate) fn ms(x: f64) -> i64 {
+    if x <= 0.0 {
+        0
+    } else {
+        x.ceil() as i64
+    }
+}
+
+/// Lua's `reply()`.
+pub(crate) fn reply(
+    allowed: bool,
+    limit: f64,
+    remaining: f64,
+    reset: f64,
+    retry: Option<f64>,
+    delay: f64,
+) -> Reply {
+    Reply {
+        allowed,
+        limit: limit as i64,
+        remaining: remaining.max(0.0) as i64,
+        reset_ms: ms(reset),
+        retry_ms: retry.map_or(-1, ms),
+        delay_ms: ms(delay),
+    }
+}
+
+impl Reply {
+    pub(crate) fn decision(self) -> Decision {
+        let d = |v: i64| Duration::from_millis(v.max(0) as u64);
+        Decision {
+            allowed: self.allowed,
+            limit: self.limit.max(0) as u64,
+            remaining: self.remaining.max(0) as u64,
+            reset_after: d(self.reset_ms),
+            retry_after: (!self.allowed && self.retry_ms >= 0).then(|| d(self.retry_ms)),
+            delay: d(self.delay_ms),
+            degraded: false,
+        }
+    }
+}

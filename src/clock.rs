@@ -1,0 +1,76 @@
+//! Where the time of a decision comes from.
+//!
+//! By default a [`RedisStore`](crate::store::RedisStore) reads the Redis
+//! server's clock (`TIME`) inside the script, so app servers with skewed
+//! clocks still agree; a [`MemoryStore`](crate::store::MemoryStore) reads
+//! [`SystemClock`]. Tests set a [`ManualClock`] on the limiter and move time
+//! themselves, which makes every decision deterministic on either store.
+//!
+//! ```
+//! use floodgate::clock::{Clock, ManualClock};
+//! use std::time::Duration;
+//! let clock = ManualClock::new(1_000);
+//! let shared = clock.clone();
+//! clock.advance(Duration::from_millis(250));
+//! assert_eq!(shared.now_ms(), 1_250);
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A source of time in milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync + 'static {
+    /// The current time, in ms since the Unix epoch.
+    fn now_ms(&self) -> u64;
+}
+
+/// The operating system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+/// A clock that moves only when told. Clones share the same time.
+#[derive(Debug, Clone, Default)]
+pub struct ManualClock(Arc<AtomicU64>);
+
+impl ManualClock {
+    /// A clock reading `start_ms`.
+    pub fn new(start_ms: u64) -> Self {
+        Self(Arc::new(AtomicU64::new(start_ms)))
+    }
+
+    /// Set the time to `ms`.
+    pub fn set(&self, ms: u64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+
+    /// Move the time forward by `by` (whole milliseconds; saturates).
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        let _ = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
+                Some(t.saturating_add(by))
+            });
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    fn now_ms(&self) -> u64 {
+        (**self).now_ms()
+    }
+}

@@ -1,0 +1,13 @@
+//! floodgate: distributed rate limiting for tower, axum and tonic.
+#![warn(missing_docs)]
+
+pub mod algorithm;
+pub mod clock;
+mod decision;
+mod error;
+mod limiter;
+pub mod store;
+
+pub use decision::Decision;
+pub use error::{ConfigError, Error};
+pub use limiter::{Limiter, LimiterBuilder};

@@ -1,0 +1,102 @@
+//! The shared store: one atomic Lua script per decision on Redis.
+
+use super::StoreError;
+use crate::algorithm::{Reply, Spec};
+use deadpool_redis::{Config, Pool, Runtime};
+
+/// Keeps rate-limit state in Redis, so every app server behind a load
+/// balancer sees the same counters.
+///
+/// Each decision is one `EVALSHA` of the algorithm's script: read, decide and
+/// write happen atomically on Redis' command thread, so no number of
+/// concurrent app servers can overshoot a limit. When Redis answers
+/// `NOSCRIPT` (after a restart, failover or `SCRIPT FLUSH`) the script is
+/// loaded again and the call retried, transparently.
+///
+/// Cheap to clone: clones share the pool.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), floodgate::store::StoreError> {
+/// use floodgate::store::RedisStore;
+/// let store = RedisStore::from_url("redis://127.0.0.1:6379")?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    pool: Pool,
+}
+
+impl RedisStore {
+    /// A store over an existing deadpool-redis pool.
+    pub fn from_pool(pool: Pool) -> Self {
+        Self { pool }
+    }
+
+    /// A store over a new pool of connections to `url`
+    /// (`redis://[user:password@]host:port[/db]`, or `rediss://` for TLS
+    /// when redis-rs is built with TLS). Connections are made lazily: this
+    /// does not fail when Redis is down.
+    pub fn from_url(url: &str) -> Result<Self, StoreError> {
+        let pool = Config::from_url(url)
+            .create_pool(Some(Runtime::Tokio1))
+            .map_err(|e| StoreError::Config(e.to_string()))?;
+        Ok(Self { pool })
+    }
+
+    /// The underlying pool.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    pub(crate) async fn decide(
+        &self,
+        spec: &Spec,
+        key: &str,
+        now: Option<u64>,
+        cost: u64,
+        dry: bool,
+    ) -> Result<Reply, StoreError> {
+        let mut conn = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let [p1, p2] = spec.params();
+        let now = now.map(|n| n.to_string()).unwrap_or_default();
+        let v: Vec<i64> = spec
+            .script()
+            .key(key)
+            .arg(now)
+            .arg(cost)
+            .arg(if dry { "1" } else { "0" })
+            .arg(p1)
+            .arg(p2)
+            .invoke_async(&mut conn)
+            .await?;
+        parse(&v)
+    }
+}
+
+fn parse(v: &[i64]) -> Result<Reply, StoreError> {
+    match *v {
+        [allowed, limit, remaining, reset_ms, retry_ms, delay_ms] => Ok(Reply {
+            allowed: allowed == 1,
+            limit,
+            remaining,
+            reset_ms,
+            retry_ms,
+            delay_ms,
+        }),
+        _ => Err(StoreError::Protocol(format!(
+            "unexpected script reply {v:?}"
+        ))),
+    }
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("pool", &self.pool.status())
+            .finish()
+    }
+}

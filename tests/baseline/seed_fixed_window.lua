@@ -1,0 +1,7 @@
+-- Verbatim from seed 000 (limiters.py): the baseline our scripts are measured against.
+-- KEYS[1] = prefix ; ARGV = limit, window_ms, now_ms
+local window = math.floor(ARGV[3] / ARGV[2])
+local key = KEYS[1] .. ':' .. window
+local n = redis.call('INCR', key)
+if n == 1 then redis.call('PEXPIRE', key, ARGV[2]) end
+return n <= tonumber(ARGV[1]) and 1 or 0

@@ -1,0 +1,178 @@
+//! Test harness: real `redis-server` processes on free loopback ports.
+//!
+//! Every server is a child process of the test, in its own temporary folder,
+//! killed when the handle drops, also when the test fails. A missing
+//! `redis-server` fails the test with the way to install it.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const INSTALL: &str = "redis-server was not found on PATH. The Redis tests start their own \
+servers and need it installed: Debian/Ubuntu `sudo apt-get install redis-server`, \
+Fedora `sudo dnf install redis`, macOS `brew install redis`.";
+
+/// A `redis-server` child process.
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+impl RedisServer {
+    /// Start a server on a free port.
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Start a server with extra `redis-server` arguments.
+    pub fn start_with(extra: &[&str]) -> Self {
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("floodgate-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir for redis");
+        let mut s = Self {
+            port,
+            dir,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new("redis-server");
+        cmd.args([
+            "--port",
+            &self.port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(&self.dir)
+        .args(&self.extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL}"),
+            Err(e) => panic!("could not start redis-server: {e}"),
+        };
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut c) = redis::Client::open(self.url()).and_then(|c| c.get_connection()) {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return;
+                }
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!(
+                    "redis-server on port {} exited at start: {status}",
+                    self.port
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {} not ready in 10 s",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A plain synchronous connection, for inspecting state.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect to test redis")
+    }
+
+    /// Run one command and return its reply.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut c = redis::cmd(args[0]);
+        for a in &args[1..] {
+            c.arg(*a);
+        }
+        c.query(&mut self.conn())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// Kill the process (SIGKILL): the connection breaks, nothing is saved.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Wait until the port no longer answers.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while TcpStream::connect_timeout(&self.addr(), Duration::from_millis(50)).is_ok()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Start the process again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The seed's steady-overload traffic (Python `random.seed(4)`), in ms.
+pub fn seed4_times() -> Vec<u64> {
+    include_str!("../fixtures/steady_overload_seed4.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.parse().expect("fixture time"))
+        .collect()
+}
+
+/// The seed's T0: a window boundary.
+pub const T0: u64 = 1_791_860_000_000;
