@@ -5,7 +5,9 @@ pub mod algorithm;
 pub mod clock;
 mod decision;
 mod error;
+pub mod headers;
 mod limiter;
+pub mod response;
 pub mod store;
 
 pub use decision::Decision;

@@ -1,0 +1,215 @@
+//! The rate-limit header fields floodgate writes on responses.
+//!
+//! [`write_headers`] renders the decisions of a request's policies in the
+//! chosen [`HeaderStyle`]: the IETF `RateLimit-Policy` / `RateLimit` fields
+//! (draft-ietf-httpapi-ratelimit-headers-11), the legacy `X-RateLimit-*`
+//! fields, both, or none.
+//!
+//! ```
+//! use std::time::Duration;
+//! use floodgate::algorithm::Policy;
+//! use floodgate::headers::{write_headers, HeaderStyle, PolicyReport};
+//! use floodgate::Decision;
+//!
+//! let decision = Decision {
+//!     allowed: true,
+//!     limit: 100,
+//!     remaining: 42,
+//!     reset_after: Duration::from_millis(16_200),
+//!     retry_after: None,
+//!     delay: Duration::ZERO,
+//!     degraded: false,
+//! };
+//! let policy = Policy { quota: 100, window: Duration::from_secs(60) };
+//! let reports = [PolicyReport::new("api", policy, &decision)];
+//!
+//! let mut headers = http::HeaderMap::new();
+//! write_headers(HeaderStyle::Ietf, &reports, &mut headers);
+//! assert_eq!(headers["ratelimit-policy"], r#""api";q=100;w=60"#);
+//! assert_eq!(headers["ratelimit"], r#""api";r=42;t=17"#);
+//! ```
+//!
+//! Degraded decisions (made by a failure policy while the store was
+//! unreachable) are left out: their numbers are not the shared state.
+//! Nothing here panics, whatever the names and numbers.
+
+mod ietf;
+mod legacy;
+mod report;
+mod style;
+
+use std::time::{Duration, SystemTime};
+
+use http::{HeaderMap, HeaderName};
+
+pub use report::PolicyReport;
+pub use style::{HeaderStyle, ResetUnit};
+
+pub(crate) use report::ceil_secs;
+
+/// `RateLimit-Policy`: the quota and window of every policy.
+pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+/// `RateLimit`: what is left of the most restrictive policy.
+pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+/// `X-RateLimit-Limit`.
+pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+/// `X-RateLimit-Remaining`.
+pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+/// `X-RateLimit-Reset`, in the unit of [`ResetUnit`].
+pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+
+/// Writes the rate-limit fields of `reports` in `style`, reading the clock
+/// only for [`ResetUnit::EpochSeconds`].
+///
+/// See [`write_headers_at`].
+pub fn write_headers(style: HeaderStyle, reports: &[PolicyReport<'_>], headers: &mut HeaderMap) {
+    write_headers_at(style, reports, SystemTime::now(), headers);
+}
+
+/// Writes the rate-limit fields of `reports` in `style`, with `now` as the
+/// current time for epoch resets.
+///
+/// - `RateLimit-Policy` lists every report, in order.
+/// - `RateLimit` and `X-RateLimit-*` describe the most restrictive report: a
+///   denial before an admission, then the fewest remaining, then the longest
+///   wait. Their reset (`t`) is the time until the quota is back in full or,
+///   for a denial, until the retry if that is later; in seconds, rounded up.
+/// - Degraded reports are skipped; when none is left nothing is written.
+///
+/// The IETF fields are lists, so they are *appended*: a response that already
+/// carries them (from an inner limiter) keeps its items, and the field lines
+/// combine into one list. The legacy fields are single numbers and are
+/// replaced.
+///
+/// ```
+/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+/// use floodgate::algorithm::Policy;
+/// use floodgate::headers::{write_headers_at, HeaderStyle, PolicyReport, ResetUnit};
+/// use floodgate::Decision;
+///
+/// let decision = Decision {
+///     allowed: false,
+///     limit: 100,
+///     remaining: 0,
+///     reset_after: Duration::from_secs(30),
+///     retry_after: Some(Duration::from_millis(500)),
+///     delay: Duration::ZERO,
+///     degraded: false,
+/// };
+/// let policy = Policy { quota: 100, window: Duration::from_secs(60) };
+/// let reports = [PolicyReport::new("api", policy, &decision)];
+/// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+///
+/// let mut headers = http::HeaderMap::new();
+/// let style = HeaderStyle::Legacy { reset: ResetUnit::EpochSeconds };
+/// write_headers_at(style, &reports, now, &mut headers);
+/// assert_eq!(headers["x-ratelimit-limit"], "100");
+/// assert_eq!(headers["x-ratelimit-remaining"], "0");
+/// assert_eq!(headers["x-ratelimit-reset"], "1700000030");
+/// ```
+pub fn write_headers_at(
+    style: HeaderStyle,
+    reports: &[PolicyReport<'_>],
+    now: SystemTime,
+    headers: &mut HeaderMap,
+) {
+    match style {
+        HeaderStyle::Ietf => write_ietf(reports, headers),
+        HeaderStyle::Legacy { reset } => legacy::write(reset, reports, now, headers),
+        HeaderStyle::Both => {
+            write_ietf(reports, headers);
+            legacy::write(ResetUnit::DeltaSeconds, reports, now, headers);
+        }
+        HeaderStyle::None => {}
+    }
+}
+
+fn write_ietf(reports: &[PolicyReport<'_>], headers: &mut HeaderMap) {
+    if let Some(value) = ietf::policy_field(reports) {
+        headers.append(RATELIMIT_POLICY, value);
+    }
+    if let Some(value) = ietf::limit_field(reports) {
+        headers.append(RATELIMIT, value);
+    }
+}
+
+/// Whole seconds for `Retry-After`, rounded **up**: never `0` while `d > 0`,
+/// so a client that waits the advertised time is never early.
+///
+/// ```
+/// use std::time::Duration;
+/// use floodgate::headers::retry_after_secs;
+///
+/// assert_eq!(retry_after_secs(Duration::ZERO), 0);
+/// assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);
+/// assert_eq!(retry_after_secs(Duration::from_millis(1_000)), 1);
+/// assert_eq!(retry_after_secs(Duration::from_millis(1_001)), 2);
+/// ```
+pub fn retry_after_secs(d: Duration) -> u64 {
+    ceil_secs(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::Policy;
+    use crate::Decision;
+
+    fn decision(degraded: bool) -> Decision {
+        Decision {
+            allowed: true,
+            limit: 10,
+            remaining: 4,
+            reset_after: Duration::from_millis(2_500),
+            retry_after: None,
+            delay: Duration::ZERO,
+            degraded,
+        }
+    }
+
+    const POLICY: Policy = Policy {
+        quota: 10,
+        window: Duration::from_secs(10),
+    };
+
+    fn written(style: HeaderStyle, reports: &[PolicyReport<'_>]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        write_headers_at(style, reports, SystemTime::UNIX_EPOCH, &mut headers);
+        headers
+    }
+
+    #[test]
+    fn both_writes_ietf_and_delta_legacy() {
+        let d = decision(false);
+        let h = written(HeaderStyle::Both, &[PolicyReport::new("p", POLICY, &d)]);
+        assert_eq!(h[RATELIMIT], r#""p";r=4;t=3"#);
+        assert_eq!(h[RATELIMIT_POLICY], r#""p";q=10;w=10"#);
+        assert_eq!(h[X_RATELIMIT_LIMIT], "10");
+        assert_eq!(h[X_RATELIMIT_REMAINING], "4");
+        assert_eq!(h[X_RATELIMIT_RESET], "3");
+        assert_eq!(h.len(), 5);
+    }
+
+    #[test]
+    fn none_and_degraded_write_nothing() {
+        let ok = decision(false);
+        let bad = decision(true);
+        assert!(written(HeaderStyle::None, &[PolicyReport::new("p", POLICY, &ok)]).is_empty());
+        assert!(written(HeaderStyle::Both, &[PolicyReport::new("p", POLICY, &bad)]).is_empty());
+        assert!(written(HeaderStyle::Both, &[]).is_empty());
+    }
+
+    #[test]
+    fn ietf_fields_append_to_an_inner_limiters() {
+        let d = decision(false);
+        let mut h = written(HeaderStyle::Ietf, &[PolicyReport::new("inner", POLICY, &d)]);
+        write_headers_at(
+            HeaderStyle::Ietf,
+            &[PolicyReport::new("outer", POLICY, &d)],
+            SystemTime::UNIX_EPOCH,
+            &mut h,
+        );
+        assert_eq!(h.get_all(RATELIMIT).iter().count(), 2);
+        assert_eq!(h.get_all(RATELIMIT_POLICY).iter().count(), 2);
+    }
+}

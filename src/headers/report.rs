@@ -1,0 +1,174 @@
+//! One policy's decision, as the wire formats see it.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::time::Duration;
+
+use crate::algorithm::Policy;
+use crate::Decision;
+
+/// One policy's decision for a request: what the header fields and rejection
+/// bodies report.
+///
+/// A request checked against several policies gives one report per policy.
+///
+/// The name goes on the wire as an RFC 9651 String, which allows only
+/// printable ASCII (`0x20..=0x7e`). Any other character (non-ASCII, control
+/// characters) is replaced by `_` everywhere the name is written, headers and
+/// bodies alike, so a client can match them up: `"café"` is sent as
+/// `"caf_"`. Quotes and backslashes are kept (they are escaped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyReport<'a> {
+    /// The policy's name, `"default"` unless configured.
+    pub name: &'a str,
+    /// The policy's quota and window.
+    pub policy: Policy,
+    /// The decision the policy made for this request.
+    pub decision: &'a Decision,
+}
+
+impl<'a> PolicyReport<'a> {
+    /// A report of `decision` made under the policy `name`.
+    pub fn new(name: &'a str, policy: Policy, decision: &'a Decision) -> Self {
+        Self {
+            name,
+            policy,
+            decision,
+        }
+    }
+
+    /// The name as written on the wire (see the type's docs).
+    pub(crate) fn wire_name(&self) -> Cow<'a, str> {
+        sanitize_name(self.name)
+    }
+
+    /// How long until the quota resets, or until a denied request may be
+    /// retried when that is later: what `t` and `X-RateLimit-Reset` report.
+    pub(crate) fn wait(&self) -> Duration {
+        let d = self.decision;
+        d.reset_after.max(d.retry_after.unwrap_or_default())
+    }
+}
+
+fn is_sf_string_char(c: char) -> bool {
+    matches!(c, '\x20'..='\x7e')
+}
+
+pub(crate) fn sanitize_name(name: &str) -> Cow<'_, str> {
+    if name.chars().all(is_sf_string_char) {
+        Cow::Borrowed(name)
+    } else {
+        let replaced = name
+            .chars()
+            .map(|c| if is_sf_string_char(c) { c } else { '_' })
+            .collect();
+        Cow::Owned(replaced)
+    }
+}
+
+/// The report the single-policy fields (`RateLimit`, `X-RateLimit-*`)
+/// describe: among the non-degraded reports, a denial before an admission,
+/// then the fewest remaining, then the longest wait, then the first given.
+///
+/// Denials come first so a 429 never reports an admitting policy with a few
+/// requests left (possible when a costly request is denied with
+/// `remaining > 0`).
+pub(crate) fn most_restrictive<'r, 'a>(
+    reports: &'r [PolicyReport<'a>],
+) -> Option<&'r PolicyReport<'a>> {
+    reports
+        .iter()
+        .filter(|r| !r.decision.degraded)
+        .min_by(|a, b| restrictiveness(a, b))
+}
+
+fn restrictiveness(a: &PolicyReport<'_>, b: &PolicyReport<'_>) -> Ordering {
+    // `false < true`, so a denial sorts first.
+    a.decision
+        .allowed
+        .cmp(&b.decision.allowed)
+        .then(a.decision.remaining.cmp(&b.decision.remaining))
+        .then(b.wait().cmp(&a.wait()))
+}
+
+/// Whole seconds, rounded up.
+pub(crate) fn ceil_secs(d: Duration) -> u64 {
+    let extra = u64::from(d.subsec_nanos() > 0);
+    d.as_secs().saturating_add(extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision(allowed: bool, remaining: u64, reset_ms: u64, retry_ms: Option<u64>) -> Decision {
+        Decision {
+            allowed,
+            limit: 10,
+            remaining,
+            reset_after: Duration::from_millis(reset_ms),
+            retry_after: retry_ms.map(Duration::from_millis),
+            delay: Duration::ZERO,
+            degraded: false,
+        }
+    }
+
+    const POLICY: Policy = Policy {
+        quota: 10,
+        window: Duration::from_secs(1),
+    };
+
+    #[test]
+    fn sanitizes_only_when_needed() {
+        assert!(matches!(sanitize_name("api"), Cow::Borrowed("api")));
+        assert_eq!(sanitize_name("caf\u{e9}"), "caf_");
+        assert_eq!(sanitize_name("a\nb\x7f"), "a_b_");
+        assert_eq!(sanitize_name("q\"\\"), "q\"\\");
+    }
+
+    #[test]
+    fn most_restrictive_prefers_denial_then_fewest_then_longest() {
+        let a = decision(true, 1, 500, None);
+        let b = decision(false, 3, 100, Some(100));
+        let c = decision(true, 0, 900, None);
+        let reports = [
+            PolicyReport::new("a", POLICY, &a),
+            PolicyReport::new("b", POLICY, &b),
+            PolicyReport::new("c", POLICY, &c),
+        ];
+        assert_eq!(most_restrictive(&reports).map(|r| r.name), Some("b"));
+        assert_eq!(most_restrictive(&reports[..1]).map(|r| r.name), Some("a"));
+        let d = decision(true, 0, 100, None);
+        let tie = [
+            PolicyReport::new("d", POLICY, &d),
+            PolicyReport::new("c", POLICY, &c),
+        ];
+        assert_eq!(most_restrictive(&tie).map(|r| r.name), Some("c"));
+    }
+
+    #[test]
+    fn degraded_reports_are_never_chosen() {
+        let mut a = decision(false, 0, 500, Some(500));
+        a.degraded = true;
+        let reports = [PolicyReport::new("a", POLICY, &a)];
+        assert!(most_restrictive(&reports).is_none());
+    }
+
+    #[test]
+    fn wait_is_the_later_of_reset_and_retry() {
+        let a = decision(false, 0, 500, Some(2_000));
+        assert_eq!(
+            PolicyReport::new("a", POLICY, &a).wait(),
+            Duration::from_secs(2)
+        );
+    }
+
+    #[test]
+    fn ceil_secs_rounds_up_and_saturates() {
+        assert_eq!(ceil_secs(Duration::ZERO), 0);
+        assert_eq!(ceil_secs(Duration::from_nanos(1)), 1);
+        assert_eq!(ceil_secs(Duration::from_millis(1_000)), 1);
+        assert_eq!(ceil_secs(Duration::from_millis(1_001)), 2);
+        assert_eq!(ceil_secs(Duration::MAX), u64::MAX);
+    }
+}

@@ -1,0 +1,215 @@
+//! HTTP rejections: RFC 9457 `application/problem+json` responses.
+
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use serde_json::{json, Value};
+
+use super::rejection::{Rejection, Retry};
+use crate::headers::{retry_after_secs, write_headers_at, HeaderStyle, PolicyReport};
+
+/// The `type` of a 429, registered by the rate-limit headers draft.
+pub const QUOTA_EXCEEDED_TYPE: &str =
+    "https://iana.org/assignments/http-problem-types#quota-exceeded";
+
+/// `application/problem+json` (RFC 9457).
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// A `429 Too Many Requests` for a request some of `reports` denied.
+///
+/// - `Retry-After`: the latest retry time of the denying policies, in whole
+///   seconds rounded up. Left out when a denying policy can never admit the
+///   request (its cost exceeds the limit), as waiting would not help.
+/// - The rate-limit fields of `style` (see
+///   [`write_headers_at`](crate::headers::write_headers_at)), with `now` as
+///   the time for epoch resets.
+/// - `Cache-Control: no-store`: RFC 6585 forbids caching a 429.
+/// - An RFC 9457 body of type [`QUOTA_EXCEEDED_TYPE`] whose
+///   `violated-policies` names the denying policies and whose `detail` says
+///   how long to wait.
+///
+/// Denials by degraded decisions count for `Retry-After` and the body (they
+/// are why the request is rejected) but write no rate-limit fields.
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use floodgate::algorithm::Policy;
+/// use floodgate::headers::{HeaderStyle, PolicyReport};
+/// use floodgate::response::too_many_requests;
+/// use floodgate::Decision;
+///
+/// let decision = Decision {
+///     allowed: false,
+///     limit: 100,
+///     remaining: 0,
+///     reset_after: Duration::from_secs(60),
+///     retry_after: Some(Duration::from_millis(4_200)),
+///     delay: Duration::ZERO,
+///     degraded: false,
+/// };
+/// let policy = Policy { quota: 100, window: Duration::from_secs(60) };
+/// let reports = [PolicyReport::new("default", policy, &decision)];
+///
+/// let response = too_many_requests(&reports, HeaderStyle::Ietf, SystemTime::now());
+/// assert_eq!(response.status(), 429);
+/// assert_eq!(response.headers()["retry-after"], "5");
+/// assert_eq!(response.headers()["ratelimit"], r#""default";r=0;t=60"#);
+/// let body: serde_json::Value = serde_json::from_slice(response.body()).unwrap();
+/// assert_eq!(body["violated-policies"][0], "default");
+/// ```
+pub fn too_many_requests(
+    reports: &[PolicyReport<'_>],
+    style: HeaderStyle,
+    now: SystemTime,
+) -> Response<Bytes> {
+    let rejection = Rejection::of(reports);
+    let body = json!({
+        "type": QUOTA_EXCEEDED_TYPE,
+        "title": "Too Many Requests",
+        "status": 429,
+        "detail": rejection.detail(),
+        "violated-policies": rejection.violated(),
+    });
+    let mut response = problem(StatusCode::TOO_MANY_REQUESTS, &body);
+    let headers = response.headers_mut();
+    if let Retry::After(d) = rejection.retry {
+        set_retry_after(headers, d);
+    }
+    write_headers_at(style, reports, now, headers);
+    response
+}
+
+/// A `400 Bad Request` for a request no rate-limit key could be extracted
+/// from; `reason` says why, e.g. `"no client IP"`.
+///
+/// ```
+/// use floodgate::response::bad_request;
+///
+/// let response = bad_request("no client IP");
+/// assert_eq!(response.status(), 400);
+/// let body: serde_json::Value = serde_json::from_slice(response.body()).unwrap();
+/// assert_eq!(
+///     body["detail"],
+///     "No rate-limit key could be extracted from the request: no client IP."
+/// );
+/// ```
+pub fn bad_request(reason: &str) -> Response<Bytes> {
+    let body = json!({
+        "type": "about:blank",
+        "title": "Bad Request",
+        "status": 400,
+        "detail": format!("No rate-limit key could be extracted from the request: {reason}."),
+    });
+    problem(StatusCode::BAD_REQUEST, &body)
+}
+
+/// A `503 Service Unavailable` for a fail-closed limiter whose store is
+/// unreachable. `Retry-After` is sent when `retry_after` is a non-zero time.
+///
+/// ```
+/// use std::time::Duration;
+/// use floodgate::response::service_unavailable;
+///
+/// let response = service_unavailable(Some(Duration::from_millis(1_500)));
+/// assert_eq!(response.status(), 503);
+/// assert_eq!(response.headers()["retry-after"], "2");
+/// ```
+pub fn service_unavailable(retry_after: Option<Duration>) -> Response<Bytes> {
+    let body = json!({
+        "type": "about:blank",
+        "title": "Service Unavailable",
+        "status": 503,
+        "detail": super::UNAVAILABLE_DETAIL,
+    });
+    let mut response = problem(StatusCode::SERVICE_UNAVAILABLE, &body);
+    if let Some(d) = retry_after.filter(|d| !d.is_zero()) {
+        set_retry_after(response.headers_mut(), d);
+    }
+    response
+}
+
+/// A problem+json response that no cache keeps: every rejection depends on
+/// the moment it was made.
+fn problem(status: StatusCode, body: &Value) -> Response<Bytes> {
+    // Serializing a `Value` cannot fail; an empty body beats a panic anyway.
+    let body = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = Response::new(Bytes::from(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn set_retry_after(headers: &mut HeaderMap, d: Duration) {
+    headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(d)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::Policy;
+    use crate::Decision;
+
+    const POLICY: Policy = Policy {
+        quota: 10,
+        window: Duration::from_secs(1),
+    };
+
+    fn denied(retry: Option<Duration>, degraded: bool) -> Decision {
+        Decision {
+            allowed: false,
+            limit: 10,
+            remaining: 0,
+            reset_after: Duration::from_secs(1),
+            retry_after: retry,
+            delay: Duration::ZERO,
+            degraded,
+        }
+    }
+
+    fn body(response: &Response<Bytes>) -> Value {
+        serde_json::from_slice(response.body()).unwrap()
+    }
+
+    #[test]
+    fn degraded_denial_has_retry_after_but_no_ratelimit_fields() {
+        let d = denied(Some(Duration::from_millis(10)), true);
+        let reports = [PolicyReport::new("p", POLICY, &d)];
+        let response = too_many_requests(&reports, HeaderStyle::Both, SystemTime::now());
+        let headers = response.headers();
+        assert_eq!(headers[RETRY_AFTER], "1");
+        assert!(!headers.contains_key("ratelimit"));
+        assert!(!headers.contains_key("x-ratelimit-limit"));
+        assert_eq!(body(&response)["violated-policies"], json!(["p"]));
+    }
+
+    #[test]
+    fn no_denial_still_gives_a_valid_429() {
+        let response = too_many_requests(&[], HeaderStyle::Ietf, SystemTime::now());
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(!response.headers().contains_key(RETRY_AFTER));
+        assert_eq!(body(&response)["violated-policies"], json!([]));
+    }
+
+    #[test]
+    fn reason_is_json_escaped() {
+        let response = bad_request("header \"x-user\"\nmissing \u{e9}");
+        assert_eq!(
+            body(&response)["detail"],
+            "No rate-limit key could be extracted from the request: header \"x-user\"\nmissing \u{e9}."
+        );
+    }
+
+    #[test]
+    fn zero_or_no_retry_means_no_retry_after() {
+        assert!(!service_unavailable(None)
+            .headers()
+            .contains_key(RETRY_AFTER));
+        assert!(!service_unavailable(Some(Duration::ZERO))
+            .headers()
+            .contains_key(RETRY_AFTER));
+    }
+}
