@@ -6,10 +6,11 @@ pub mod clock;
 mod decision;
 mod error;
 pub mod headers;
+pub mod key;
 mod limiter;
+pub use limiter::{Limiter, LimiterBuilder};
 pub mod response;
 pub mod store;
 
 pub use decision::Decision;
 pub use error::{ConfigError, Error};
-pub use limiter::{Limiter, LimiterBuilder};
