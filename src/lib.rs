@@ -1,4 +1,26 @@
 //! floodgate: distributed rate limiting for tower, axum and tonic.
+//!
+//! A [`RateLimitLayer`] takes a key from each request
+//! ([`key`]), charges the request's cost to it through a [`Limiter`], and
+//! either lets it through with rate-limit headers ([`headers`]) or answers at
+//! once ([`response`]): 429 for HTTP, `RESOURCE_EXHAUSTED` for gRPC.
+//!
+//! A [`Limiter`] is one [`algorithm`] over one [`store`]: state in Redis
+//! ([`RedisStore`](store::RedisStore): every app server sees the same
+//! counters, each decision one atomic Lua script) or in this process
+//! ([`MemoryStore`](store::MemoryStore)). Both decide the same, decision by
+//! decision; the time comes from a [`clock`].
+//!
+//! ```
+//! use axum::{routing::get, Router};
+//! use floodgate::{algorithm::Gcra, key::PeerIp, layer::RateLimitLayer, store::MemoryStore, Limiter};
+//! use std::time::Duration;
+//!
+//! let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
+//! let app: Router = Router::new()
+//!     .route("/", get(|| async { "hello" }))
+//!     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
+//! ```
 #![warn(missing_docs)]
 
 pub mod algorithm;
@@ -7,6 +29,7 @@ mod decision;
 mod error;
 pub mod headers;
 pub mod key;
+pub mod layer;
 mod limiter;
 pub use limiter::{Limiter, LimiterBuilder};
 pub mod response;
@@ -14,3 +37,4 @@ pub mod store;
 
 pub use decision::Decision;
 pub use error::{ConfigError, Error};
+pub use layer::RateLimitLayer;

@@ -5,6 +5,8 @@
 //! `redis-server` fails the test with the way to install it.
 #![allow(dead_code)]
 
+pub mod sf;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,54 @@
+//! The smallest real server: 10 requests per second per client IP, with a
+//! burst of 10.
+//!
+//! ```text
+//! cargo run --example axum_quickstart                                   # in-memory store
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example axum_quickstart  # Redis
+//! ```
+
+use axum::{routing::get, Router};
+use floodgate::algorithm::Gcra;
+use floodgate::key::PeerIp;
+use floodgate::layer::RateLimitLayer;
+use floodgate::store::{MemoryStore, RedisStore, Store};
+use floodgate::Limiter;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The store: Redis when `REDIS_URL` is set, else in memory.
+pub fn store_from_env() -> Result<Store, Box<dyn std::error::Error>> {
+    Ok(match std::env::var("REDIS_URL") {
+        Ok(url) => RedisStore::from_url(&url)?.into(),
+        Err(_) => MemoryStore::new().into(),
+    })
+}
+
+/// The app: one route, limited per client IP.
+pub fn app(store: Store) -> Router {
+    let limiter = Limiter::builder(store, Gcra::new(10, Duration::from_secs(1)))
+        .name("per-ip")
+        .build()
+        .expect("valid limiter name");
+    Router::new()
+        .route("/", get(|| async { "hello\n" }))
+        .layer(RateLimitLayer::new(limiter, PeerIp::new()))
+}
+
+#[allow(dead_code)] // `demo` includes this file and has its own main.
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let app = app(store_from_env()?);
+    let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let addr = listener.local_addr()?;
+    println!("listening on http://{addr}");
+    println!("try: for i in $(seq 12); do curl -s -o /dev/null -w '%{{http_code}}\\n' http://{addr}/; done");
+    println!("or:  curl -i http://{addr}/");
+    // The peer address is what PeerIp keys on: serve with connect info.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,159 @@
+use super::cost::Pricing;
+use super::future::Answer;
+use super::rejection::Rejection;
+use super::service::RateLimit;
+use crate::algorithm::Algorithm;
+use crate::headers::HeaderStyle;
+use crate::key::{KeyExtractor, RequestView};
+use crate::Limiter;
+use bytes::Bytes;
+use http::Response;
+use std::fmt;
+use std::sync::Arc;
+use tower_layer::Layer;
+
+/// Rate-limits the requests of any tower service: takes a key from each
+/// request with `K`, charges the request's cost through a [`Limiter<A>`],
+/// and either calls the service (adding rate-limit headers to its response)
+/// or answers at once (429, or `RESOURCE_EXHAUSTED` for gRPC).
+///
+/// Small and cheap to clone: the configuration is shared.
+///
+/// ```
+/// use axum::{routing::get, Router};
+/// use floodgate::{algorithm::Gcra, key::PeerIp, layer::RateLimitLayer, store::MemoryStore, Limiter};
+/// use std::time::Duration;
+///
+/// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
+/// let app: Router = Router::new()
+///     .route("/", get(|| async { "hello" }))
+///     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
+/// ```
+pub struct RateLimitLayer<K, A> {
+    pub(crate) config: Arc<Config<K, A>>,
+}
+
+pub(crate) struct Config<K, A> {
+    pub(crate) limiter: Limiter<A>,
+    pub(crate) extractor: K,
+    pub(crate) pricing: Pricing,
+    /// What the response future needs, without the layer's type parameters.
+    pub(crate) answer: Arc<Answer>,
+}
+
+impl<K: Clone, A> Clone for Config<K, A> {
+    fn clone(&self) -> Self {
+        Self {
+            limiter: self.limiter.clone(),
+            extractor: self.extractor.clone(),
+            pricing: self.pricing.clone(),
+            answer: self.answer.clone(),
+        }
+    }
+}
+
+impl<K, A> Clone for RateLimitLayer<K, A> {
+    fn clone(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
+    /// Limit requests by the key `extractor` takes from them, with `limiter`.
+    /// Each request costs 1, headers are the IETF `RateLimit` fields.
+    pub fn new(limiter: Limiter<A>, extractor: K) -> Self {
+        let answer = Arc::new(Answer {
+            name: limiter.name().into(),
+            policy: limiter.policy(),
+            style: HeaderStyle::default(),
+            on_rejection: None,
+            shadow: false,
+        });
+        Self {
+            config: Arc::new(Config {
+                limiter,
+                extractor,
+                pricing: Pricing::Fixed(1),
+                answer,
+            }),
+        }
+    }
+
+    fn map(self, f: impl FnOnce(&mut Config<K, A>)) -> Self {
+        let mut config = Arc::unwrap_or_clone(self.config);
+        f(&mut config);
+        Self {
+            config: Arc::new(config),
+        }
+    }
+
+    /// Every request costs `cost` (default 1). A request carrying a
+    /// [`Cost`](super::Cost) extension costs that instead.
+    pub fn cost(self, cost: u64) -> Self {
+        self.map(|c| c.pricing = Pricing::Fixed(cost))
+    }
+
+    /// Price each request with `f` (e.g. by method or body size). A request
+    /// carrying a [`Cost`](super::Cost) extension costs that instead.
+    ///
+    /// ```
+    /// # use floodgate::{algorithm::TokenBucket, key::Global, layer::RateLimitLayer, store::MemoryStore, Limiter};
+    /// # let limiter = Limiter::new(MemoryStore::new(), TokenBucket::new(100, 10.0));
+    /// let layer = RateLimitLayer::new(limiter, Global::new())
+    ///     .cost_fn(|req| if req.method() == http::Method::GET { 1 } else { 5 });
+    /// ```
+    pub fn cost_fn<F>(self, f: F) -> Self
+    where
+        F: Fn(RequestView<'_>) -> u64 + Send + Sync + 'static,
+    {
+        self.map(|c| c.pricing = Pricing::Fn(Arc::new(f)))
+    }
+
+    /// Which rate-limit headers to send (default: the IETF fields).
+    pub fn headers(self, style: HeaderStyle) -> Self {
+        self.map(|c| Arc::make_mut(&mut c.answer).style = style)
+    }
+
+    /// Replace the answers the layer gives by itself (429, 400, 503 and their
+    /// gRPC forms). `f` may call [`Rejection::default_response`] and adjust it.
+    pub fn on_rejection<F>(self, f: F) -> Self
+    where
+        F: Fn(&Rejection<'_>) -> Response<Bytes> + Send + Sync + 'static,
+    {
+        self.map(|c| Arc::make_mut(&mut c.answer).on_rejection = Some(Arc::new(f)))
+    }
+
+    /// Shadow mode: decide, charge and send headers as usual, but never
+    /// block: a denied request is served anyway (and logged at `info`).
+    /// For trying a limit on real traffic before enforcing it.
+    pub fn shadow(self, shadow: bool) -> Self {
+        self.map(|c| Arc::make_mut(&mut c.answer).shadow = shadow)
+    }
+
+    /// The limiter.
+    pub fn limiter(&self) -> &Limiter<A> {
+        &self.config.limiter
+    }
+}
+
+impl<S, K, A> Layer<S> for RateLimitLayer<K, A> {
+    type Service = RateLimit<S, K, A>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimit::new(inner, self.config.clone())
+    }
+}
+
+impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimitLayer<K, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("limiter", &self.config.limiter)
+            .field("extractor", &self.config.extractor)
+            .field("pricing", &self.config.pricing)
+            .field("style", &self.config.answer.style)
+            .field("shadow", &self.config.answer.shadow)
+            .finish()
+    }
+}
