@@ -31,10 +31,11 @@ pub mod headers;
 pub mod key;
 pub mod layer;
 mod limiter;
+pub mod metrics;
 pub use limiter::{Limiter, LimiterBuilder};
 pub mod response;
 pub mod store;
 
-pub use decision::Decision;
+pub use decision::{Decision, Decisions, PolicyDecision};
 pub use error::{ConfigError, Error};
 pub use layer::RateLimitLayer;

@@ -1,11 +1,14 @@
 //! [`Limiter`]: one algorithm over one store, usable without HTTP.
 
-use crate::algorithm::{Algorithm, Policy, Spec};
+use crate::algorithm::{Algorithm, Mode, Policy, Spec};
 use crate::clock::Clock;
+use crate::metrics::Metrics;
 use crate::store::{key::storage_key, Store};
-use crate::{ConfigError, Decision, Error};
+use crate::{ConfigError, Decision, Decisions, Error, PolicyDecision};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument;
 
 const MAX_PREFIX: usize = 64;
 const MAX_NAME: usize = 64;
@@ -42,11 +45,41 @@ pub struct Limiter<A> {
 
 struct Inner<A> {
     algorithm: A,
-    spec: Spec,
+    parts: Box<[Part]>,
     store: Store,
     prefix: String,
-    name: String,
+    name: Arc<str>,
     clock: Option<Arc<dyn Clock>>,
+    metrics: Metrics,
+}
+
+/// One policy of the limiter: one key in the store per user key.
+#[derive(Debug, Clone)]
+struct Part {
+    /// Its name on the wire.
+    policy: Arc<str>,
+    /// Its namespace in the store: the limiter's name, or `limiter/policy`.
+    namespace: String,
+    spec: Spec,
+}
+
+fn parts_of<A: Algorithm>(limiter: &str, algorithm: &A) -> Vec<Part> {
+    algorithm
+        .parts()
+        .into_iter()
+        .map(|(policy, spec)| match policy {
+            None => Part {
+                policy: limiter.into(),
+                namespace: limiter.to_string(),
+                spec,
+            },
+            Some(p) => Part {
+                namespace: format!("{limiter}/{p}"),
+                policy: p,
+                spec,
+            },
+        })
+        .collect()
 }
 
 impl<A> Clone for Limiter<A> {
@@ -78,31 +111,186 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     /// Charge `cost` to `key`: admitted if it fits, and then consumed;
-    /// denied otherwise, consuming nothing.
+    /// denied otherwise, consuming nothing. With several policies
+    /// ([`Limits`](crate::algorithm::Limits)), admitted only if all admit,
+    /// and then charged to all; the numbers are the most restrictive
+    /// policy's (see [`check_all`](Self::check_all) for each).
     ///
     /// A cost of 0 is always admitted and reports the key's state. A cost
     /// above the limit can never fit: it is denied with no `retry_after`.
     pub async fn check(&self, key: &str, cost: u64) -> Result<Decision, Error> {
-        self.decide(key, cost, false).await
+        self.decide(&self.inner.parts, key, cost, Mode::Check).await
+    }
+
+    /// Like [`check`](Self::check), with each policy's decision too (what
+    /// the layer writes in `RateLimit-Policy` and `RateLimit`).
+    pub async fn check_all(&self, key: &str, cost: u64) -> Result<Decisions, Error> {
+        self.decide_all(&self.inner.parts, key, cost, Mode::Check)
+            .await
+    }
+
+    /// Like [`check_all`](Self::check_all), with the quota `algorithm`
+    /// instead of the limiter's own, for this call only: quotas resolved per
+    /// request (a customer's plan: free 10/s, pro 100/s) without a limiter
+    /// per tier. The key's state is shared across quotas, so a customer who
+    /// changes plan keeps what they used.
+    pub async fn check_with(
+        &self,
+        key: &str,
+        cost: u64,
+        algorithm: &A,
+    ) -> Result<Decisions, Error> {
+        let parts = parts_of(&self.inner.name, algorithm);
+        self.decide_all(&parts, key, cost, Mode::Check).await
     }
 
     /// What `check(key, 1)` would say now, consuming nothing: `remaining`
     /// is what would be left after it. For the remaining quota as it is, use
     /// `check(key, 0)`, which also consumes nothing.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
-        self.decide(key, 1, true).await
+        self.decide(&self.inner.parts, key, 1, Mode::Peek).await
     }
 
-    async fn decide(&self, key: &str, cost: u64, dry: bool) -> Result<Decision, Error> {
+    /// Give back `cost` that an earlier `check` charged to `key` (a request
+    /// that failed on the server, or that a later limit denied). Returns the
+    /// state after the refund. What has already expired is not given back;
+    /// the sliding log gives back its newest entries.
+    pub async fn refund(&self, key: &str, cost: u64) -> Result<Decision, Error> {
+        self.decide(&self.inner.parts, key, cost, Mode::Refund)
+            .await
+    }
+
+    /// Like [`refund`](Self::refund), for a charge made with
+    /// [`check_with`](Self::check_with) and the same `algorithm`.
+    pub async fn refund_with(
+        &self,
+        key: &str,
+        cost: u64,
+        algorithm: &A,
+    ) -> Result<Decision, Error> {
+        let parts = parts_of(&self.inner.name, algorithm);
+        self.decide(&parts, key, cost, Mode::Refund).await
+    }
+
+    /// The parts of `quota` if given, else the limiter's own.
+    fn with_parts<T>(&self, quota: Option<&A>, f: impl FnOnce(&[Part]) -> T) -> T {
+        match quota {
+            Some(alg) => f(&parts_of(&self.inner.name, alg)),
+            None => f(&self.inner.parts),
+        }
+    }
+
+    /// The layer's decision: each policy's, charged unless `peek_only`.
+    pub(crate) async fn decide_for_layer(
+        &self,
+        key: &str,
+        cost: u64,
+        quota: Option<&A>,
+        peek_only: bool,
+    ) -> Result<Decisions, Error> {
+        let mode = if peek_only { Mode::Peek } else { Mode::Check };
+        let parts: Vec<Part> = self.with_parts(quota, |p| p.to_vec());
+        self.decide_all(&parts, key, cost, mode).await
+    }
+
+    pub(crate) async fn charge_for_layer(
+        &self,
+        key: &str,
+        cost: u64,
+        quota: Option<&A>,
+    ) -> Result<Decision, Error> {
+        let parts: Vec<Part> = self.with_parts(quota, |p| p.to_vec());
+        self.decide(&parts, key, cost, Mode::Check).await
+    }
+
+    pub(crate) async fn refund_for_layer(
+        &self,
+        key: &str,
+        cost: u64,
+        quota: Option<&A>,
+    ) -> Result<Decision, Error> {
+        let parts: Vec<Part> = self.with_parts(quota, |p| p.to_vec());
+        self.decide(&parts, key, cost, Mode::Refund).await
+    }
+
+    fn now(&self) -> Option<u64> {
+        self.inner.clock.as_ref().map(|c| c.now_ms())
+    }
+
+    /// The combined decision; the fast path for a single policy.
+    async fn decide(
+        &self,
+        parts: &[Part],
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Decision, Error> {
+        let [part] = parts else {
+            return Ok(self.decide_all(parts, key, cost, mode).await?.combined);
+        };
         let inner = &*self.inner;
-        let key = storage_key(&inner.prefix, &inner.name, inner.spec.tag(), key);
-        let now = inner.clock.as_ref().map(|c| c.now_ms());
-        let cost = inner.spec.clamp_cost(cost);
+        let started = Instant::now();
+        let storage = storage_key(&inner.prefix, &part.namespace, part.spec.tag(), key);
+        let cost = part.spec.clamp_cost(cost);
+        let span = tracing::debug_span!("floodgate.decide", limiter = %inner.name, policy = %part.policy, ?mode, cost);
         let reply = inner
             .store
-            .decide(&inner.spec, &key, now, cost, dry)
+            .decide_one(&part.spec, &storage, self.now(), cost, mode)
+            .instrument(span)
             .await?;
-        Ok(reply.decision())
+        let d = reply.decision();
+        inner
+            .metrics
+            .decided(d.allowed, d.degraded, started.elapsed());
+        Ok(d)
+    }
+
+    async fn decide_all(
+        &self,
+        parts: &[Part],
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Decisions, Error> {
+        let inner = &*self.inner;
+        let started = Instant::now();
+        let keys: Vec<String> = parts
+            .iter()
+            .map(|p| storage_key(&inner.prefix, &p.namespace, p.spec.tag(), key))
+            .collect();
+        let targets: Vec<(&str, &Spec)> = keys
+            .iter()
+            .map(|k| k.as_str())
+            .zip(parts.iter().map(|p| &p.spec))
+            .collect();
+        // Any cost above every maximum is denied alike; this bounds the numbers.
+        let cost = parts
+            .iter()
+            .map(|p| p.spec.clamp_cost(cost))
+            .max()
+            .unwrap_or(cost);
+        let span = tracing::debug_span!("floodgate.decide", limiter = %inner.name, policies = parts.len(), ?mode, cost);
+        let replies = inner
+            .store
+            .decide_many(&targets, self.now(), cost, mode)
+            .instrument(span)
+            .await?;
+        let each: Vec<PolicyDecision> = parts
+            .iter()
+            .zip(replies)
+            .map(|(p, r)| PolicyDecision {
+                name: p.policy.clone(),
+                policy: p.spec.policy(),
+                decision: r.decision(),
+            })
+            .collect();
+        let combined = Decision::combine(each.iter().map(|p| p.decision)).ok_or_else(|| {
+            Error::Config(ConfigError::new("algorithm", "the limiter has no policy"))
+        })?;
+        inner
+            .metrics
+            .decided(combined.allowed, combined.degraded, started.elapsed());
+        Ok(Decisions { combined, each })
     }
 
     /// The algorithm and its parameters.
@@ -110,9 +298,12 @@ impl<A: Algorithm> Limiter<A> {
         &self.inner.algorithm
     }
 
-    /// The quota as it reads on the wire.
-    pub fn policy(&self) -> Policy {
-        self.inner.spec.policy()
+    /// Each policy's name and quota, as they read on the wire.
+    pub fn policies(&self) -> impl Iterator<Item = (&str, Policy)> {
+        self.inner
+            .parts
+            .iter()
+            .map(|p| (&*p.policy, p.spec.policy()))
     }
 
     /// The limiter's name: its namespace in the store and its policy name in
@@ -188,13 +379,21 @@ impl<A: Algorithm> LimiterBuilder<A> {
                 "must be 1 to 64 characters of A-Z a-z 0-9 _ - .",
             ));
         }
+        let parts = parts_of(&self.name, &self.algorithm);
+        if parts.is_empty() {
+            return Err(ConfigError::new(
+                "algorithm",
+                "Limits needs at least one limit",
+            ));
+        }
         Ok(Limiter {
             inner: Arc::new(Inner {
-                spec: self.algorithm.spec(),
+                parts: parts.into(),
                 algorithm: self.algorithm,
                 store: self.store,
                 prefix: self.prefix,
-                name: self.name,
+                metrics: Metrics::new(&self.name),
+                name: self.name.into(),
                 clock: self.clock,
             }),
         })

@@ -17,12 +17,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Check,
+    Peek,
+    Refund,
+}
+
 #[derive(Debug, Clone)]
 struct Op {
     key: u8,
     step_ms: u64,
     cost: u64,
-    peek: bool,
+    kind: Kind,
 }
 
 fn ops(max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
@@ -31,14 +38,13 @@ fn ops(max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
         4 => 1..50u64,
         3 => 1..=max_step,
     ];
-    let op = (0..3u8, step, 0..=max_cost + 2, prop::bool::weighted(0.1)).prop_map(
-        |(key, step_ms, cost, peek)| Op {
-            key,
-            step_ms,
-            cost,
-            peek,
-        },
-    );
+    let kind = prop_oneof![8 => Just(Kind::Check), 1 => Just(Kind::Peek), 1 => Just(Kind::Refund)];
+    let op = (0..3u8, step, 0..=max_cost + 2, kind).prop_map(|(key, step_ms, cost, kind)| Op {
+        key,
+        step_ms,
+        cost,
+        kind,
+    });
     prop::collection::vec(op, 1..60)
 }
 
@@ -83,16 +89,23 @@ fn same_decisions<A: Algorithm>(alg: A, ops: &[Op]) -> Result<(), TestCaseError>
         for (i, op) in ops.iter().enumerate() {
             clock.advance(Duration::from_millis(op.step_ms));
             let key = format!("k{}", op.key);
-            let (r, m) = if op.peek {
-                (
+            let (r, m) = match op.kind {
+                Kind::Peek => (
                     on_redis.peek(&key).await.unwrap(),
                     in_memory.peek(&key).await.unwrap(),
-                )
-            } else {
-                (
-                    on_redis.check(&key, op.cost).await.unwrap(),
-                    in_memory.check(&key, op.cost).await.unwrap(),
-                )
+                ),
+                Kind::Refund => (
+                    on_redis.refund(&key, op.cost).await.unwrap(),
+                    in_memory.refund(&key, op.cost).await.unwrap(),
+                ),
+                Kind::Check => {
+                    let (r, m) = (
+                        on_redis.check_all(&key, op.cost).await.unwrap(),
+                        in_memory.check_all(&key, op.cost).await.unwrap(),
+                    );
+                    prop_assert_eq!(&r.each, &m.each, "op {} of {:?}", i, ops);
+                    (r.combined, m.combined)
+                }
             };
             prop_assert_eq!(r, m, "op {} of {:?}", i, ops);
         }
@@ -178,4 +191,50 @@ fn gcra_script_equals_twin() {
             ops(b, 2 * p),
         )
     }));
+}
+
+/// One of the six algorithms with random small parameters.
+#[derive(Debug, Clone)]
+enum AnyAlg {
+    Fixed(FixedWindow),
+    Log(SlidingLog),
+    Sliding(SlidingWindow),
+    Token(TokenBucket),
+    Leaky(LeakyBucket),
+    Gcra(Gcra),
+}
+
+fn any_algorithm() -> impl Strategy<Value = AnyAlg> {
+    prop_oneof![
+        (1..15u64, window())
+            .prop_map(|(l, w)| AnyAlg::Fixed(FixedWindow::new(l, Duration::from_millis(w)))),
+        (1..15u64, window())
+            .prop_map(|(l, w)| AnyAlg::Log(SlidingLog::new(l, Duration::from_millis(w)))),
+        (1..15u64, window())
+            .prop_map(|(l, w)| AnyAlg::Sliding(SlidingWindow::new(l, Duration::from_millis(w)))),
+        (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Token(TokenBucket::new(c, r))),
+        (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Leaky(LeakyBucket::new(c, r))),
+        (1..15u64, window(), 1..15u64)
+            .prop_map(|(l, p, b)| AnyAlg::Gcra(Gcra::new(l, Duration::from_millis(p)).burst(b))),
+    ]
+}
+
+fn limits_of(algs: &[AnyAlg]) -> Limits {
+    algs.iter().enumerate().fold(Limits::new(), |acc, (i, a)| {
+        let name = format!("p{i}");
+        match a {
+            AnyAlg::Fixed(x) => acc.with(&name, *x),
+            AnyAlg::Log(x) => acc.with(&name, *x),
+            AnyAlg::Sliding(x) => acc.with(&name, *x),
+            AnyAlg::Token(x) => acc.with(&name, *x),
+            AnyAlg::Leaky(x) => acc.with(&name, *x),
+            AnyAlg::Gcra(x) => acc.with(&name, *x),
+        }
+    })
+}
+
+#[test]
+fn several_limits_script_equals_twin_all_or_nothing() {
+    run(prop::collection::vec(any_algorithm(), 2..4)
+        .prop_flat_map(|algs| (Just(limits_of(&algs)), ops(15, 3000))));
 }

@@ -47,14 +47,13 @@ impl FixedWindow {
     }
 }
 
-/// Twin of `lua/fixed_window.lua`.
+/// Twin of `ALG.fw` in `lua/fixed_window.lua`.
 pub(super) fn decide(
-    limit: f64,
-    window: f64,
+    (limit, window): (f64, f64),
     state: &mut Option<State>,
-    now: f64,
-    cost: f64,
-    dry: bool,
+    (now, cost): (f64, f64),
+    refund: bool,
+    write: bool,
 ) -> (Reply, Write) {
     let idx = (now / window).floor();
     let reset = (idx + 1.0) * window - now;
@@ -63,6 +62,20 @@ pub(super) fn decide(
         _ => 0.0,
     };
     let reset_if_used = |c: f64| if c > 0.0 { reset } else { 0.0 };
+    let mut store = |c: f64| {
+        if write {
+            *state = Some(State::Counter { idx, count: c });
+        }
+        write.then_some((reset + SLACK_MS) as u64)
+    };
+    if refund {
+        let left = (count - cost).max(0.0);
+        let w = if left != count { store(left) } else { None };
+        return (
+            reply(true, limit, limit - left, reset_if_used(left), None, 0.0),
+            w,
+        );
+    }
     if count + cost > limit {
         let retry = (cost <= limit).then_some(reset);
         return (
@@ -78,13 +91,9 @@ pub(super) fn decide(
         );
     }
     let count = count + cost;
-    let mut write = None;
-    if cost > 0.0 && !dry {
-        *state = Some(State::Counter { idx, count });
-        write = Some((reset + SLACK_MS) as u64);
-    }
+    let w = if cost > 0.0 { store(count) } else { None };
     (
         reply(true, limit, limit - count, reset_if_used(count), None, 0.0),
-        write,
+        w,
     )
 }

@@ -65,14 +65,16 @@ impl Gcra {
     }
 }
 
-/// Twin of `lua/gcra.lua`.
-pub(super) fn decide(
-    burst: f64,
-    interval: f64,
+/// Twin of `virtual_schedule` in `lua/gcra.lua`: the core shared by GCRA,
+/// the token bucket and the leaky bucket. `queue` reports the leaky
+/// bucket's delay.
+pub(super) fn virtual_schedule(
+    (burst, interval): (f64, f64),
     state: &mut Option<State>,
-    now: f64,
-    cost: f64,
-    dry: bool,
+    (now, cost): (f64, f64),
+    refund: bool,
+    write: bool,
+    queue: bool,
 ) -> (Reply, Write) {
     let tau = burst * interval;
     let tat = match *state {
@@ -80,21 +82,31 @@ pub(super) fn decide(
         _ => now,
     }
     .max(now);
+    let remaining = |t: f64| ((tau - (t - now)) / interval).floor();
+    let mut store = |t: f64| {
+        if write {
+            *state = Some(State::Tat(t));
+        }
+        write.then_some(((t - now).ceil() + SLACK_MS) as u64)
+    };
+    if refund {
+        let t = now.max(tat - cost * interval);
+        let w = if t != tat { store(t) } else { None };
+        return (reply(true, burst, remaining(t), t - now, None, 0.0), w);
+    }
     let new_tat = tat + cost * interval;
     let allow_at = new_tat - tau;
     if allow_at > now {
         let retry = (cost <= burst).then_some(allow_at - now);
-        let remaining = ((tau - (tat - now)) / interval).floor();
-        return (reply(false, burst, remaining, tat - now, retry, 0.0), None);
+        return (
+            reply(false, burst, remaining(tat), tat - now, retry, 0.0),
+            None,
+        );
     }
-    let mut write = None;
-    if cost > 0.0 && !dry {
-        *state = Some(State::Tat(new_tat));
-        write = Some(((new_tat - now).ceil() + SLACK_MS) as u64);
-    }
-    let remaining = ((tau - (new_tat - now)) / interval).floor();
+    let delay = if queue { tat - now } else { 0.0 };
+    let w = if cost > 0.0 { store(new_tat) } else { None };
     (
-        reply(true, burst, remaining, new_tat - now, None, 0.0),
-        write,
+        reply(true, burst, remaining(new_tat), new_tat - now, None, delay),
+        w,
     )
 }

@@ -1,4 +1,4 @@
-use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::spec::Spec;
 use super::validate;
 use crate::ConfigError;
 
@@ -13,6 +13,9 @@ use crate::ConfigError;
 /// Admission is the same as a token bucket of the same capacity and rate; the
 /// difference is the delay. Queued requests cost the user latency, which is
 /// why a plain rejection (token bucket, GCRA) usually suits APIs better.
+///
+/// Kept as the time at which the queue is empty: the delay of an admitted
+/// request is that time minus now.
 ///
 /// ```
 /// use floodgate::algorithm::LeakyBucket;
@@ -47,48 +50,4 @@ impl LeakyBucket {
             rate: self.rate,
         }
     }
-}
-
-/// Twin of `lua/leaky_bucket.lua`.
-pub(super) fn decide(
-    cap: f64,
-    rate: f64,
-    state: &mut Option<State>,
-    now: f64,
-    cost: f64,
-    dry: bool,
-) -> (Reply, Write) {
-    let (level, mut ts) = match *state {
-        Some(State::Bucket { amount, ts }) => (amount, ts),
-        _ => (0.0, now),
-    };
-    let elapsed = (now - ts).max(0.0);
-    let level = (level - elapsed / 1000.0 * rate).max(0.0);
-    if level + cost > cap {
-        let retry = (cost <= cap).then(|| {
-            let mut retry = ((level + cost - cap) / rate * 1000.0).ceil();
-            while level - retry / 1000.0 * rate + cost > cap {
-                retry += 1.0;
-            }
-            retry
-        });
-        let reset = level / rate * 1000.0;
-        return (
-            reply(false, cap, (cap - level).floor(), reset, retry, 0.0),
-            None,
-        );
-    }
-    let delay = level / rate * 1000.0;
-    let level = level + cost;
-    let reset = level / rate * 1000.0;
-    let mut write = None;
-    if cost > 0.0 && !dry {
-        ts = ts.max(now);
-        *state = Some(State::Bucket { amount: level, ts });
-        write = Some((reset.ceil() + SLACK_MS) as u64);
-    }
-    (
-        reply(true, cap, (cap - level).floor(), reset, None, delay),
-        write,
-    )
 }

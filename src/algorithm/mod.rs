@@ -10,13 +10,16 @@
 //! | [`FixedWindow`] | one counter | no: up to 2× at window boundaries | uncontrolled |
 //! | [`SlidingLog`] | one entry per admitted request | yes | none above the limit |
 //! | [`SlidingWindow`] | two counters | nearly (weighted estimate) | small overshoot |
-//! | [`TokenBucket`] | tokens + time | to its definition | up to capacity |
-//! | [`LeakyBucket`] | level + time | to its definition | queued, delayed |
+//! | [`TokenBucket`] | one time (when full again) | to its definition | up to capacity |
+//! | [`LeakyBucket`] | one time (when empty again) | to its definition | queued, delayed |
 //! | [`Gcra`] | one time | to its definition | up to burst |
+//!
+//! [`Limits`] puts several of them on one key, checked all or nothing.
 
 mod fixed_window;
 mod gcra;
 mod leaky_bucket;
+mod limits;
 mod policy;
 mod sliding_log;
 mod sliding_window;
@@ -27,38 +30,42 @@ mod validate;
 pub use fixed_window::FixedWindow;
 pub use gcra::Gcra;
 pub use leaky_bucket::LeakyBucket;
+pub use limits::{Limits, MAX_LIMITS};
 pub use policy::Policy;
 pub use sliding_log::SlidingLog;
 pub use sliding_window::SlidingWindow;
 pub use token_bucket::TokenBucket;
 
-pub(crate) use spec::{Reply, Spec, State};
+pub(crate) use spec::{parse_replies, script_args, Mode, Reply, Spec, State, SCRIPT};
 
-/// A rate-limiting algorithm with its parameters.
+/// A rate-limiting algorithm with its parameters: one of the six config
+/// types of this module, or several of them as [`Limits`].
 ///
-/// Implemented by the six config types of this module; sealed, because each
-/// needs a Lua script and a twin that agree.
-pub trait Algorithm: sealed::Sealed + Clone + std::fmt::Debug + Send + Sync + 'static {
-    /// The quota as it reads on the wire (`RateLimit-Policy`).
-    fn policy(&self) -> Policy;
-}
+/// Sealed, because each needs a Lua script and a twin that agree.
+pub trait Algorithm: sealed::Sealed + Clone + std::fmt::Debug + Send + Sync + 'static {}
 
 pub(crate) mod sealed {
+    use std::sync::Arc;
+
     /// Gives the crate the algorithm's normalized parameters.
     pub trait Sealed {
-        fn spec(&self) -> super::Spec;
+        /// Each policy: its own name (`None` for a plain algorithm, whose
+        /// policy takes the limiter's name) and its parameters.
+        fn parts(&self) -> Vec<(Option<Arc<str>>, super::Spec)>;
     }
 }
 
 macro_rules! algorithm {
     ($ty:ty) => {
         impl sealed::Sealed for $ty {
-            fn spec(&self) -> Spec {
-                self.to_spec()
+            fn parts(&self) -> Vec<(Option<std::sync::Arc<str>>, Spec)> {
+                vec![(None, self.to_spec())]
             }
         }
-        impl Algorithm for $ty {
-            fn policy(&self) -> Policy {
+        impl Algorithm for $ty {}
+        impl $ty {
+            /// The quota as it reads on the wire (`RateLimit-Policy`).
+            pub fn policy(&self) -> Policy {
                 self.to_spec().policy()
             }
         }

@@ -55,16 +55,18 @@ impl SlidingLog {
     }
 }
 
-/// Twin of `lua/sliding_log.lua`. The log is kept sorted by time.
+/// Twin of `ALG.sl` in `lua/sliding_log.lua`. The log is kept sorted by time.
 pub(super) fn decide(
-    limit: f64,
-    window: f64,
+    (limit, window): (f64, f64),
     state: &mut Option<State>,
-    now: f64,
-    cost: f64,
-    dry: bool,
+    (now, cost): (f64, f64),
+    refund: bool,
+    write: bool,
 ) -> (Reply, Write) {
     let cut = now - window;
+    if !matches!(state, Some(State::Log(_))) {
+        *state = None;
+    }
     let empty = VecDeque::new();
     let log = match state {
         Some(State::Log(log)) => &*log,
@@ -74,6 +76,24 @@ pub(super) fn decide(
     let first_live = log.partition_point(|&t| t <= cut);
     let count = (log.len() - first_live) as f64;
     let newest_reset = || log.back().map_or(0.0, |&t| t + window - now);
+    if refund {
+        // Give back the newest entries: those of the request being refunded.
+        let n = cost.min(count) as usize;
+        let reset = match log.len().checked_sub(n + 1) {
+            Some(i) if count as usize > n => log[i] + window - now,
+            _ => 0.0,
+        };
+        let r = reply(true, limit, limit - (count - n as f64), reset, None, 0.0);
+        if n == 0 {
+            return (r, None);
+        }
+        if write {
+            if let Some(State::Log(log)) = state {
+                log.truncate(log.len() - n);
+            }
+        }
+        return (r, write.then_some((window + SLACK_MS) as u64));
+    }
     if count + cost > limit {
         let reset = if count > 0.0 { newest_reset() } else { 0.0 };
         let retry = (cost <= limit).then(|| {
@@ -86,31 +106,28 @@ pub(super) fn decide(
     if cost == 0.0 && count > 0.0 {
         reset = newest_reset();
     }
-    let mut write = None;
-    if cost > 0.0 && !dry {
-        let log = match state {
-            Some(State::Log(log)) => log,
-            _ => state.insert(State::Log(VecDeque::new())).as_log(),
-        };
-        log.drain(..first_live);
-        // Insert in time order even if the clock went backwards.
-        let at = log.partition_point(|&t| t <= now);
-        for _ in 0..cost as u64 {
-            log.insert(at, now);
-        }
-        write = Some((window + SLACK_MS) as u64);
+    let r = reply(true, limit, limit - count - cost, reset, None, 0.0);
+    if cost == 0.0 || !write {
+        return (
+            r,
+            (cost > 0.0 && write).then_some((window + SLACK_MS) as u64),
+        );
     }
-    (
-        reply(true, limit, limit - count - cost, reset, None, 0.0),
-        write,
-    )
-}
-
-impl State {
-    fn as_log(&mut self) -> &mut VecDeque<f64> {
-        match self {
-            State::Log(log) => log,
-            _ => unreachable!("just inserted a log"),
+    let log = match state {
+        Some(State::Log(log)) => log,
+        _ => {
+            *state = Some(State::Log(VecDeque::new()));
+            match state {
+                Some(State::Log(log)) => log,
+                _ => return (r, None),
+            }
         }
+    };
+    log.drain(..first_live);
+    // Insert in time order even if the clock went backwards.
+    let at = log.partition_point(|&t| t <= now);
+    for _ in 0..cost as u64 {
+        log.insert(at, now);
     }
+    (r, Some((window + SLACK_MS) as u64))
 }

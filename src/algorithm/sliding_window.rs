@@ -46,23 +46,62 @@ impl SlidingWindow {
     }
 }
 
-/// Twin of `lua/sliding_window.lua`.
+/// Twin of `ALG.sw` in `lua/sliding_window.lua`.
 pub(super) fn decide(
-    limit: f64,
-    window: f64,
+    (limit, window): (f64, f64),
     state: &mut Option<State>,
-    now: f64,
-    cost: f64,
-    dry: bool,
+    (now, cost): (f64, f64),
+    refund: bool,
+    write: bool,
 ) -> (Reply, Write) {
     let idx = (now / window).floor();
-    let (mut cur, prev) = match *state {
+    let (cur, prev) = match *state {
         Some(State::Counters { idx: i, cur, prev }) if i == idx => (cur, prev),
         Some(State::Counters { idx: i, cur, .. }) if i == idx - 1.0 => (0.0, cur),
         _ => (0.0, 0.0),
     };
     let elapsed = now - idx * window;
     let used = |p: f64, c: f64, e: f64| (p * (window - e) / window + c).floor();
+    let reset_of = |c: f64, p: f64| {
+        if c > 0.0 {
+            (idx + 2.0) * window - now
+        } else if p > 0.0 {
+            (idx + 1.0) * window - now
+        } else {
+            0.0
+        }
+    };
+    let mut store = |c: f64, p: f64| {
+        if write {
+            *state = Some(State::Counters {
+                idx,
+                cur: c,
+                prev: p,
+            });
+        }
+        write.then_some(((idx + 2.0) * window - now + SLACK_MS) as u64)
+    };
+    if refund {
+        // Take back from the current window first, the rest from the previous one.
+        let from_cur = cur.min(cost);
+        let (c, p) = (cur - from_cur, (prev - (cost - from_cur)).max(0.0));
+        let w = if c != cur || p != prev {
+            store(c, p)
+        } else {
+            None
+        };
+        return (
+            reply(
+                true,
+                limit,
+                limit - used(p, c, elapsed),
+                reset_of(c, p),
+                None,
+                0.0,
+            ),
+            w,
+        );
+    }
     let room = limit - cost;
     let first_fit = |p: f64, c: f64, lo: f64| {
         let mut e = lo;
@@ -78,15 +117,6 @@ pub(super) fn decide(
         }
         e
     };
-    let reset_of = |c: f64, p: f64| {
-        if c > 0.0 {
-            (idx + 2.0) * window - now
-        } else if p > 0.0 {
-            (idx + 1.0) * window - now
-        } else {
-            0.0
-        }
-    };
     let u = used(prev, cur, elapsed);
     if u + cost > limit {
         let retry = (cost <= limit).then(|| {
@@ -101,12 +131,8 @@ pub(super) fn decide(
             None,
         );
     }
-    cur += cost;
-    let mut write = None;
-    if cost > 0.0 && !dry {
-        *state = Some(State::Counters { idx, cur, prev });
-        write = Some(((idx + 2.0) * window - now + SLACK_MS) as u64);
-    }
+    let cur = cur + cost;
+    let w = if cost > 0.0 { store(cur, prev) } else { None };
     (
         reply(
             true,
@@ -116,6 +142,6 @@ pub(super) fn decide(
             None,
             0.0,
         ),
-        write,
+        w,
     )
 }

@@ -2,7 +2,7 @@
 //! in-memory twin.
 
 use super::Policy;
-use super::{fixed_window, gcra, leaky_bucket, sliding_log, sliding_window, token_bucket};
+use super::{fixed_window, gcra, sliding_log, sliding_window};
 use crate::Decision;
 use std::collections::VecDeque;
 use std::sync::LazyLock;
@@ -52,9 +52,8 @@ pub(crate) enum State {
     Log(VecDeque<f64>),
     /// Sliding window counter: (window index, current count, previous count).
     Counters { idx: f64, cur: f64, prev: f64 },
-    /// Token bucket (tokens, time) or leaky bucket (level, time).
-    Bucket { amount: f64, ts: f64 },
-    /// GCRA: the theoretical arrival time.
+    /// GCRA, token bucket, leaky bucket: the theoretical arrival time (the
+    /// time at which the bucket is full, or the queue empty, again).
     Tat(f64),
 }
 
@@ -76,23 +75,75 @@ pub(crate) type Write = Option<u64>;
 /// Keys outlive their use by this margin (the scripts' `SLACK`).
 pub(crate) const SLACK_MS: f64 = 1000.0;
 
-macro_rules! script {
-    ($file:literal) => {
-        LazyLock::new(|| {
-            redis::Script::new(concat!(
-                include_str!("../../lua/prelude.lua"),
-                include_str!(concat!("../../lua/", $file))
-            ))
-        })
-    };
+/// What a script call does with the keys it decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Decide, and charge the cost if every key admits.
+    Check,
+    /// Decide, write nothing.
+    Peek,
+    /// Give the cost back.
+    Refund,
 }
 
-static FIXED_WINDOW: LazyLock<redis::Script> = script!("fixed_window.lua");
-static SLIDING_LOG: LazyLock<redis::Script> = script!("sliding_log.lua");
-static SLIDING_WINDOW: LazyLock<redis::Script> = script!("sliding_window.lua");
-static TOKEN_BUCKET: LazyLock<redis::Script> = script!("token_bucket.lua");
-static LEAKY_BUCKET: LazyLock<redis::Script> = script!("leaky_bucket.lua");
-static GCRA: LazyLock<redis::Script> = script!("gcra.lua");
+impl Mode {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Mode::Check => "check",
+            Mode::Peek => "peek",
+            Mode::Refund => "refund",
+        }
+    }
+}
+
+/// The one script: every algorithm, and the loop that decides several keys
+/// all or nothing. One `EVALSHA` per decision, whatever the algorithms.
+pub(crate) static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(concat!(
+        include_str!("../../lua/prelude.lua"),
+        include_str!("../../lua/fixed_window.lua"),
+        include_str!("../../lua/sliding_log.lua"),
+        include_str!("../../lua/sliding_window.lua"),
+        include_str!("../../lua/gcra.lua"),
+        include_str!("../../lua/token_bucket.lua"),
+        include_str!("../../lua/leaky_bucket.lua"),
+        include_str!("../../lua/main.lua"),
+    ))
+});
+
+/// ARGV of a script call deciding `specs` (one per key, in KEYS order).
+pub(crate) fn script_args(now: Option<u64>, mode: Mode, cost: u64, specs: &[Spec]) -> Vec<String> {
+    let mut args = Vec::with_capacity(3 + 3 * specs.len());
+    args.push(now.map(|n| n.to_string()).unwrap_or_default());
+    args.push(mode.as_str().to_string());
+    args.push(cost.to_string());
+    for spec in specs {
+        let [p1, p2] = spec.params();
+        args.push(spec.tag().to_string());
+        args.push(p1);
+        args.push(p2);
+    }
+    args
+}
+
+/// The reply of a script call deciding `n` keys.
+pub(crate) fn parse_replies(v: &[i64], n: usize) -> Option<Vec<Reply>> {
+    if v.len() != 6 * n {
+        return None;
+    }
+    Some(
+        v.chunks_exact(6)
+            .map(|r| Reply {
+                allowed: r[0] == 1,
+                limit: r[1],
+                remaining: r[2],
+                reset_ms: r[3],
+                retry_ms: r[4],
+                delay_ms: r[5],
+            })
+            .collect(),
+    )
+}
 
 impl Spec {
     /// The namespace of this algorithm's keys.
@@ -142,18 +193,7 @@ impl Spec {
         }
     }
 
-    pub(crate) fn script(&self) -> &'static redis::Script {
-        match self {
-            Spec::FixedWindow { .. } => &FIXED_WINDOW,
-            Spec::SlidingLog { .. } => &SLIDING_LOG,
-            Spec::SlidingWindow { .. } => &SLIDING_WINDOW,
-            Spec::TokenBucket { .. } => &TOKEN_BUCKET,
-            Spec::LeakyBucket { .. } => &LEAKY_BUCKET,
-            Spec::Gcra { .. } => &GCRA,
-        }
-    }
-
-    /// ARGV[4] and ARGV[5] of the script. `f64`'s `Display` is the shortest
+    /// The algorithm's two parameters in the script's ARGV. `f64`'s `Display` is the shortest
     /// string that parses back to the same double, so Lua sees the same value.
     pub(crate) fn params(&self) -> [String; 2] {
         match *self {
@@ -172,34 +212,47 @@ impl Spec {
     }
 
     /// The in-memory twin: the script's decision, computed the same way.
-    /// `cost` must already be clamped.
+    /// `cost` must already be clamped. Writes the new state only if `write`.
     pub(crate) fn decide(
         &self,
         state: &mut Option<State>,
         now: u64,
         cost: u64,
-        dry: bool,
+        refund: bool,
+        write: bool,
     ) -> (Reply, Write) {
-        let (now, cost) = (now as f64, cost as f64);
+        let at = (now as f64, cost as f64);
         match *self {
             Spec::FixedWindow { limit, window_ms } => {
-                fixed_window::decide(limit as f64, window_ms as f64, state, now, cost, dry)
+                fixed_window::decide((limit as f64, window_ms as f64), state, at, refund, write)
             }
             Spec::SlidingLog { limit, window_ms } => {
-                sliding_log::decide(limit as f64, window_ms as f64, state, now, cost, dry)
+                sliding_log::decide((limit as f64, window_ms as f64), state, at, refund, write)
             }
             Spec::SlidingWindow { limit, window_ms } => {
-                sliding_window::decide(limit as f64, window_ms as f64, state, now, cost, dry)
+                sliding_window::decide((limit as f64, window_ms as f64), state, at, refund, write)
             }
-            Spec::TokenBucket { capacity, rate } => {
-                token_bucket::decide(capacity as f64, rate, state, now, cost, dry)
-            }
-            Spec::LeakyBucket { capacity, rate } => {
-                leaky_bucket::decide(capacity as f64, rate, state, now, cost, dry)
-            }
+            Spec::TokenBucket { capacity, rate } => gcra::virtual_schedule(
+                (capacity as f64, 1000.0 / rate),
+                state,
+                at,
+                refund,
+                write,
+                false,
+            ),
+            Spec::LeakyBucket { capacity, rate } => gcra::virtual_schedule(
+                (capacity as f64, 1000.0 / rate),
+                state,
+                at,
+                refund,
+                write,
+                true,
+            ),
             Spec::Gcra {
                 burst, interval_ms, ..
-            } => gcra::decide(burst as f64, interval_ms, state, now, cost, dry),
+            } => {
+                gcra::virtual_schedule((burst as f64, interval_ms), state, at, refund, write, false)
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::spec::Spec;
 use super::validate;
 use crate::ConfigError;
 
@@ -8,6 +8,12 @@ use crate::ConfigError;
 /// "A sustained rate plus an allowed burst": a full bucket admits `capacity`
 /// at once, then the refill rate. Choose the capacity as the burst you are
 /// willing to accept. A key nobody used is a full bucket.
+///
+/// Kept as the time at which the bucket is full again rather than as a token
+/// count: a bucket refilled at `r` per second is exactly GCRA with one token
+/// every `1000 / r` ms and a burst of `capacity`, and a time needs no
+/// fractional refills added up (whole-ms intervals stay exact). One number
+/// of state per key.
 ///
 /// ```
 /// use floodgate::algorithm::TokenBucket;
@@ -44,41 +50,4 @@ impl TokenBucket {
             rate: self.rate,
         }
     }
-}
-
-/// Twin of `lua/token_bucket.lua`.
-pub(super) fn decide(
-    cap: f64,
-    rate: f64,
-    state: &mut Option<State>,
-    now: f64,
-    cost: f64,
-    dry: bool,
-) -> (Reply, Write) {
-    let (tokens, mut ts) = match *state {
-        Some(State::Bucket { amount, ts }) => (amount, ts),
-        _ => (cap, now),
-    };
-    let elapsed = (now - ts).max(0.0);
-    let tokens = cap.min(tokens + elapsed / 1000.0 * rate);
-    if tokens < cost {
-        let retry = (cost <= cap).then(|| {
-            let mut retry = ((cost - tokens) / rate * 1000.0).ceil();
-            while tokens + retry / 1000.0 * rate < cost {
-                retry += 1.0;
-            }
-            retry
-        });
-        let reset = (cap - tokens) / rate * 1000.0;
-        return (reply(false, cap, tokens.floor(), reset, retry, 0.0), None);
-    }
-    let tokens = tokens - cost;
-    let reset = (cap - tokens) / rate * 1000.0;
-    let mut write = None;
-    if cost > 0.0 && !dry {
-        ts = ts.max(now);
-        *state = Some(State::Bucket { amount: tokens, ts });
-        write = Some((reset.ceil() + SLACK_MS) as u64);
-    }
-    (reply(true, cap, tokens.floor(), reset, None, 0.0), write)
 }

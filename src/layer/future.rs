@@ -1,8 +1,8 @@
 use super::body::RateLimitBody;
 use super::rejection::{Reason, Rejection};
-use crate::algorithm::Policy;
+use super::settle::{RateLimited, Settle};
 use crate::headers::{write_headers_at, HeaderStyle, PolicyReport};
-use crate::{Decision, Error};
+use crate::{Decisions, Error};
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
 use pin_project_lite::pin_project;
@@ -17,14 +17,13 @@ pub(crate) type OnRejection = Arc<dyn Fn(&Rejection<'_>) -> Response<Bytes> + Se
 
 /// The decision in flight. Boxed: it wraps the store's I/O future (redis-rs
 /// boxes its own), and this keeps the layer's types nameable.
-pub(crate) type DecisionFuture = Pin<Box<dyn Future<Output = Result<Decision, Error>> + Send>>;
+pub(crate) type DecisionFuture = Pin<Box<dyn Future<Output = Result<Decisions, Error>> + Send>>;
 
 /// How the layer answers: what the response future needs, free of the
 /// layer's key and algorithm types.
 #[derive(Clone)]
 pub(crate) struct Answer {
     pub(crate) name: Arc<str>,
-    pub(crate) policy: Policy,
     pub(crate) style: HeaderStyle,
     pub(crate) on_rejection: Option<OnRejection>,
     pub(crate) shadow: bool,
@@ -38,10 +37,22 @@ impl Answer {
             style: self.style,
             now: SystemTime::now(),
         };
-        match &self.on_rejection {
+        let mut response = match &self.on_rejection {
             Some(f) => f(&rejection),
             None => rejection.default_response(),
+        };
+        if let Reason::Limited { .. } = reason {
+            response.extensions_mut().insert(RateLimited);
         }
+        response
+    }
+
+    fn reports<'a>(decisions: &'a Decisions) -> Vec<PolicyReport<'a>> {
+        decisions
+            .each
+            .iter()
+            .map(|p| PolicyReport::new(&p.name, p.policy, &p.decision))
+            .collect()
     }
 }
 
@@ -78,6 +89,7 @@ pin_project! {
             inner: Option<S>,
             req: Option<Request<ReqBody>>,
             answer: Arc<Answer>,
+            settle: Option<Settle>,
         },
         /// Admitted by the leaky bucket, waiting for its place in the queue.
         Delaying {
@@ -91,7 +103,7 @@ pin_project! {
         Calling {
             #[pin]
             fut: S::Future,
-            admitted: Admitted,
+            admitted: Option<Admitted>,
         },
         /// The layer answered by itself.
         Done {
@@ -100,17 +112,29 @@ pin_project! {
     }
 }
 
-/// What the headers of an admitted request's response say.
+/// An admitted request: what its response's headers say, and what to do
+/// with its charge once the status is known.
 pub(crate) struct Admitted {
-    decision: Decision,
+    decisions: Decisions,
     at: SystemTime,
     answer: Arc<Answer>,
+    settle: Option<Settle>,
 }
 
 impl Admitted {
-    fn write(&self, headers: &mut HeaderMap) {
-        let report = PolicyReport::new(&self.answer.name, self.answer.policy, &self.decision);
-        write_headers_at(self.answer.style, &[report], self.at, headers);
+    fn finish(self, parts: &mut http::response::Parts) {
+        write_headers_at(
+            self.answer.style,
+            &Answer::reports(&self.decisions),
+            self.at,
+            &mut parts.headers,
+        );
+        if let Some(settle) = self.settle {
+            settle(
+                parts.status,
+                parts.extensions.get::<RateLimited>().is_some(),
+            );
+        }
     }
 }
 
@@ -133,6 +157,7 @@ where
         inner: S,
         req: Request<ReqBody>,
         answer: Arc<Answer>,
+        settle: Option<Settle>,
     ) -> Self {
         Self {
             state: State::Deciding {
@@ -140,6 +165,7 @@ where
                 inner: Some(inner),
                 req: Some(req),
                 answer,
+                settle,
             },
         }
     }
@@ -160,10 +186,11 @@ where
                     inner,
                     req,
                     answer,
+                    settle,
                 } => {
                     let result = ready!(decision.as_mut().poll(cx));
                     let req = req.take().expect(POLLED_AFTER_DONE);
-                    let decision = match result {
+                    let decisions = match result {
                         Ok(d) => d,
                         Err(e) => {
                             tracing::warn!(error = %e, limiter = %answer.name, "rate-limit decision failed; answering 503");
@@ -175,6 +202,7 @@ where
                             continue;
                         }
                     };
+                    let decision = decisions.combined;
                     if !decision.allowed {
                         if answer.shadow {
                             tracing::info!(limiter = %answer.name, "shadow mode: request over the limit served anyway");
@@ -185,8 +213,7 @@ where
                                 };
                                 answer.reject(reason, req.headers())
                             } else {
-                                let reports =
-                                    [PolicyReport::new(&answer.name, answer.policy, &decision)];
+                                let reports = Answer::reports(&decisions);
                                 answer.reject(Reason::Limited { reports: &reports }, req.headers())
                             };
                             state.set(State::Done {
@@ -196,9 +223,15 @@ where
                         }
                     }
                     let admitted = Admitted {
-                        decision,
+                        decisions,
                         at: SystemTime::now(),
                         answer: answer.clone(),
+                        // Shadow mode charged nothing to give back for a denial.
+                        settle: if decision.allowed {
+                            settle.take()
+                        } else {
+                            None
+                        },
                     };
                     let inner = inner.take().expect(POLLED_AFTER_DONE);
                     if decision.allowed && !decision.delay.is_zero() {
@@ -212,7 +245,7 @@ where
                         let mut inner = inner;
                         state.set(State::Calling {
                             fut: inner.call(req),
-                            admitted,
+                            admitted: Some(admitted),
                         });
                     }
                 }
@@ -228,13 +261,17 @@ where
                     let admitted = admitted.take().expect(POLLED_AFTER_DONE);
                     state.set(State::Calling {
                         fut: inner.call(req),
-                        admitted,
+                        admitted: Some(admitted),
                     });
                 }
                 StateProj::Calling { fut, admitted } => {
-                    let mut response = ready!(fut.poll(cx))?;
-                    admitted.write(response.headers_mut());
-                    return Poll::Ready(Ok(response.map(|body| RateLimitBody::Inner { body })));
+                    let response = ready!(fut.poll(cx))?;
+                    let (mut parts, body) = response.into_parts();
+                    admitted.take().expect(POLLED_AFTER_DONE).finish(&mut parts);
+                    return Poll::Ready(Ok(Response::from_parts(
+                        parts,
+                        RateLimitBody::Inner { body },
+                    )));
                 }
                 StateProj::Done { response } => {
                     let response = response.take().expect(POLLED_AFTER_DONE);

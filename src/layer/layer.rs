@@ -2,6 +2,7 @@ use super::cost::Pricing;
 use super::future::Answer;
 use super::rejection::Rejection;
 use super::service::RateLimit;
+use super::settle::Counting;
 use crate::algorithm::Algorithm;
 use crate::headers::HeaderStyle;
 use crate::key::{KeyExtractor, RequestView};
@@ -33,10 +34,15 @@ pub struct RateLimitLayer<K, A> {
     pub(crate) config: Arc<Config<K, A>>,
 }
 
+pub(crate) type QuotaFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
+
 pub(crate) struct Config<K, A> {
     pub(crate) limiter: Limiter<A>,
     pub(crate) extractor: K,
     pub(crate) pricing: Pricing,
+    pub(crate) quota: Option<QuotaFn<A>>,
+    pub(crate) counting: Counting,
+    pub(crate) refund_inner: bool,
     /// What the response future needs, without the layer's type parameters.
     pub(crate) answer: Arc<Answer>,
 }
@@ -47,6 +53,9 @@ impl<K: Clone, A> Clone for Config<K, A> {
             limiter: self.limiter.clone(),
             extractor: self.extractor.clone(),
             pricing: self.pricing.clone(),
+            quota: self.quota.clone(),
+            counting: self.counting.clone(),
+            refund_inner: self.refund_inner,
             answer: self.answer.clone(),
         }
     }
@@ -66,7 +75,6 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     pub fn new(limiter: Limiter<A>, extractor: K) -> Self {
         let answer = Arc::new(Answer {
             name: limiter.name().into(),
-            policy: limiter.policy(),
             style: HeaderStyle::default(),
             on_rejection: None,
             shadow: false,
@@ -76,6 +84,9 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
                 limiter,
                 extractor,
                 pricing: Pricing::Fixed(1),
+                quota: None,
+                counting: Counting::Always,
+                refund_inner: true,
                 answer,
             }),
         }
@@ -109,6 +120,67 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
         F: Fn(RequestView<'_>) -> u64 + Send + Sync + 'static,
     {
         self.map(|c| c.pricing = Pricing::Fn(Arc::new(f)))
+    }
+
+    /// Resolve the quota per request, e.g. from the customer's plan that an
+    /// auth layer put in the request's extensions: `None` keeps the
+    /// limiter's own. No limiter per tier is needed, and a key's state
+    /// carries over when its quota changes.
+    ///
+    /// ```
+    /// # use floodgate::{algorithm::Gcra, key::Global, layer::RateLimitLayer, store::MemoryStore, Limiter};
+    /// # use std::time::Duration;
+    /// #[derive(Clone)]
+    /// enum Plan { Free, Pro }
+    /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
+    /// let layer = RateLimitLayer::new(limiter, Global::new()).quota(|req| {
+    ///     match req.extensions().get::<Plan>()? {
+    ///         Plan::Free => None, // the limiter's own: 10/s
+    ///         Plan::Pro => Some(Gcra::new(100, Duration::from_secs(1))),
+    ///     }
+    /// });
+    /// ```
+    pub fn quota<F>(self, f: F) -> Self
+    where
+        F: Fn(RequestView<'_>) -> Option<A> + Send + Sync + 'static,
+    {
+        self.map(|c| c.quota = Some(Arc::new(f)))
+    }
+
+    /// Give the charge back when the response's status matches (e.g.
+    /// server errors: `|s| s.is_server_error()`), once the response is
+    /// known. The request was admitted at full cost: a burst never exceeds
+    /// the limit; the refund only makes room again afterwards.
+    pub fn refund_when<F>(self, f: F) -> Self
+    where
+        F: Fn(http::StatusCode) -> bool + Send + Sync + 'static,
+    {
+        self.map(|c| c.counting = Counting::RefundWhen(Arc::new(f)))
+    }
+
+    /// Charge only requests whose response status matches (e.g. failed
+    /// logins: `|s| s == 401 || s == 403`). Until then the layer only
+    /// peeks: a request is let through while the quota is not used up, and
+    /// charged when its response matches.
+    ///
+    /// The race this opens: requests of one key that are in flight at the
+    /// same time all pass the peek before any is charged, so the limit can
+    /// be exceeded by at most the number of that key's requests in flight
+    /// at once (bound it with a concurrency limit if that matters).
+    pub fn count_only_when<F>(self, f: F) -> Self
+    where
+        F: Fn(http::StatusCode) -> bool + Send + Sync + 'static,
+    {
+        self.map(|c| c.counting = Counting::OnlyWhen(Arc::new(f)))
+    }
+
+    /// Give this layer's charge back when a limit inside it (another
+    /// `RateLimitLayer` wrapped by this one) denies the request (default
+    /// on): with stacked limits, a request is charged only where all admit.
+    /// Between two stores or keys this is not atomic: for a moment the
+    /// outer limit holds the charge of a request an inner one denied.
+    pub fn refund_inner_denials(self, refund: bool) -> Self {
+        self.map(|c| c.refund_inner = refund)
     }
 
     /// Which rate-limit headers to send (default: the IETF fields).

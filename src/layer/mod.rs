@@ -25,6 +25,7 @@ mod future;
 mod layer;
 mod rejection;
 mod service;
+mod settle;
 
 pub use body::RateLimitBody;
 pub use cost::Cost;
@@ -32,3 +33,4 @@ pub use future::ResponseFuture;
 pub use layer::RateLimitLayer;
 pub use rejection::{Reason, Rejection};
 pub use service::RateLimit;
+pub use settle::RateLimited;

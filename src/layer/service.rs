@@ -2,6 +2,7 @@ use super::body::RateLimitBody;
 use super::future::ResponseFuture;
 use super::layer::Config;
 use super::rejection::Reason;
+use super::settle::{spawn, Counting, Settle};
 use crate::algorithm::Algorithm;
 use crate::key::{KeyExtractor, RequestView};
 use bytes::Bytes;
@@ -69,11 +70,54 @@ where
                 return ResponseFuture::done(response);
             }
         };
-        let cost = config.pricing.of(RequestView::new(&req));
+        let view = RequestView::new(&req);
+        let cost = config.pricing.of(view);
+        let quota = config.quota.as_ref().and_then(|f| f(view));
+        let settle = settlement(config, &key, cost, quota.clone());
         let limiter = config.limiter.clone();
-        let decision = Box::pin(async move { limiter.check(&key, cost).await });
-        ResponseFuture::deciding(decision, inner, req, answer)
+        let peek_only = matches!(config.counting, Counting::OnlyWhen(_));
+        let decision = Box::pin(async move {
+            limiter
+                .decide_for_layer(&key, cost, quota.as_ref(), peek_only)
+                .await
+        });
+        ResponseFuture::deciding(decision, inner, req, answer, settle)
     }
+}
+
+/// What to do with the request's charge once its response is known, if
+/// anything can happen to it.
+fn settlement<K, A: Algorithm>(
+    config: &Config<K, A>,
+    key: &str,
+    cost: u64,
+    quota: Option<A>,
+) -> Option<Settle> {
+    let refund_when = match &config.counting {
+        Counting::Always if !config.refund_inner => return None,
+        Counting::Always => None,
+        Counting::RefundWhen(f) => Some(f.clone()),
+        Counting::OnlyWhen(f) => {
+            let (f, limiter, key) = (f.clone(), config.limiter.clone(), key.to_string());
+            return Some(Box::new(move |status, denied_inside| {
+                if f(status) && !denied_inside {
+                    spawn(async move {
+                        let _ = limiter.charge_for_layer(&key, cost, quota.as_ref()).await;
+                    });
+                }
+            }));
+        }
+    };
+    let (refund_inner, limiter, key) =
+        (config.refund_inner, config.limiter.clone(), key.to_string());
+    Some(Box::new(move |status, denied_inside| {
+        let matches = refund_when.is_some_and(|f| f(status));
+        if matches || (refund_inner && denied_inside) {
+            spawn(async move {
+                let _ = limiter.refund_for_layer(&key, cost, quota.as_ref()).await;
+            });
+        }
+    }))
 }
 
 impl<S: fmt::Debug, K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimit<S, K, A> {

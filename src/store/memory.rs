@@ -1,7 +1,6 @@
 //! The in-process store: the algorithms' Rust twins over sharded hash maps.
 
-use super::StoreError;
-use crate::algorithm::{Reply, Spec, State};
+use crate::algorithm::{Mode, Reply, Spec, State};
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
@@ -100,38 +99,94 @@ impl MemoryStore {
         }
     }
 
-    pub(crate) fn decide(
+    fn shard_of(&self, key: &str) -> usize {
+        self.inner.hasher.hash_one(key) as usize & (self.inner.shards.len() - 1)
+    }
+
+    /// Decide one key: the script's `main.lua` with one key.
+    pub(crate) fn decide_one(
         &self,
         spec: &Spec,
         key: &str,
         now: u64,
         cost: u64,
-        dry: bool,
-    ) -> Result<Reply, StoreError> {
-        let i = self.inner.hasher.hash_one(key) as usize & (self.inner.shards.len() - 1);
-        let mut shard = lock(&self.inner.shards[i]);
-        if let Some(entry) = shard.map.get_mut(key) {
-            if entry.expires_at <= now {
-                entry.state = None;
-            }
-            let (reply, write) = spec.decide(&mut entry.state, now, cost, dry);
-            if let Some(ttl) = write {
-                entry.expires_at = now.saturating_add(ttl);
-            }
-            return Ok(reply);
+        mode: Mode,
+    ) -> Reply {
+        let mut shard = lock(&self.inner.shards[self.shard_of(key)]);
+        let max = self.inner.max_per_shard;
+        shard.run(spec, key, now, cost, mode, mode != Mode::Peek, max)
+    }
+
+    /// Decide several keys all or nothing, like the script: every key is
+    /// decided first, and written only if all admit.
+    pub(crate) fn decide_many(
+        &self,
+        targets: &[(&str, &Spec)],
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> Vec<Reply> {
+        // Lock every shard involved, in index order so that two calls
+        // never wait on each other.
+        let mut ids: Vec<usize> = targets.iter().map(|(k, _)| self.shard_of(k)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut guards: Vec<_> = ids
+            .iter()
+            .map(|&i| (i, lock(&self.inner.shards[i])))
+            .collect();
+        let max = self.inner.max_per_shard;
+        let mut run = |key: &str, spec: &Spec, write: bool| {
+            let i = self.shard_of(key);
+            let shard = &mut guards
+                .iter_mut()
+                .find(|(j, _)| *j == i)
+                .expect("locked above")
+                .1;
+            shard.run(spec, key, now, cost, mode, write, max)
+        };
+        let replies: Vec<Reply> = targets.iter().map(|(k, s)| run(k, s, false)).collect();
+        if mode == Mode::Peek || !replies.iter().all(|r| r.allowed) {
+            return replies;
         }
-        let mut state = None;
-        let (reply, write) = spec.decide(&mut state, now, cost, dry);
-        if let Some(ttl) = write {
-            shard.make_room(now, self.inner.max_per_shard);
-            let expires_at = now.saturating_add(ttl);
-            shard.map.insert(key.into(), Entry { state, expires_at });
-        }
-        Ok(reply)
+        targets.iter().map(|(k, s)| run(k, s, true)).collect()
     }
 }
 
 impl Shard {
+    /// One key's twin, on this (locked) shard.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        spec: &Spec,
+        key: &str,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+        write: bool,
+        max: usize,
+    ) -> Reply {
+        let refund = mode == Mode::Refund;
+        if let Some(entry) = self.map.get_mut(key) {
+            if entry.expires_at <= now {
+                entry.state = None;
+            }
+            let (reply, ttl) = spec.decide(&mut entry.state, now, cost, refund, write);
+            if let Some(ttl) = ttl {
+                entry.expires_at = now.saturating_add(ttl);
+            }
+            return reply;
+        }
+        let mut state = None;
+        let (reply, ttl) = spec.decide(&mut state, now, cost, refund, write);
+        if let (Some(ttl), Some(_)) = (ttl, &state) {
+            self.make_room(now, max);
+            let expires_at = now.saturating_add(ttl);
+            self.map.insert(key.into(), Entry { state, expires_at });
+        }
+        reply
+    }
+
     fn make_room(&mut self, now: u64, max: usize) {
         if self.map.len() >= self.sweep_at {
             self.map.retain(|_, e| e.expires_at > now);

@@ -8,7 +8,7 @@ mod redis;
 pub use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
 pub use self::redis::RedisStore;
 
-use crate::algorithm::{Reply, Spec};
+use crate::algorithm::{Mode, Reply, Spec};
 use std::fmt;
 
 /// A store a [`Limiter`](crate::Limiter) keeps its state in.
@@ -36,25 +36,44 @@ impl From<RedisStore> for Store {
 }
 
 impl Store {
-    /// `now` is `None` to use the store's own clock: Redis' `TIME`, or the
-    /// system clock for memory.
-    pub(crate) async fn decide(
+    /// Decide one key. `now` is `None` to use the store's own clock: Redis'
+    /// `TIME`, or the system clock for memory.
+    pub(crate) async fn decide_one(
         &self,
         spec: &Spec,
         key: &str,
         now: Option<u64>,
         cost: u64,
-        dry: bool,
+        mode: Mode,
     ) -> Result<Reply, StoreError> {
         match self {
-            Store::Memory(m) => {
-                let now =
-                    now.unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::SystemClock));
-                m.decide(spec, key, now, cost, dry)
+            Store::Memory(m) => Ok(m.decide_one(spec, key, memory_now(now), cost, mode)),
+            Store::Redis(r) => {
+                let mut replies = r.decide(&[(key, spec)], now, cost, mode).await?;
+                replies
+                    .pop()
+                    .ok_or_else(|| StoreError::Protocol("empty reply".into()))
             }
-            Store::Redis(r) => r.decide(spec, key, now, cost, dry).await,
         }
     }
+
+    /// Decide several keys all or nothing (in one script call on Redis).
+    pub(crate) async fn decide_many(
+        &self,
+        targets: &[(&str, &Spec)],
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Vec<Reply>, StoreError> {
+        match self {
+            Store::Memory(m) => Ok(m.decide_many(targets, memory_now(now), cost, mode)),
+            Store::Redis(r) => r.decide(targets, now, cost, mode).await,
+        }
+    }
+}
+
+fn memory_now(now: Option<u64>) -> u64 {
+    now.unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::SystemClock))
 }
 
 /// A store could not make a decision.

@@ -1,7 +1,7 @@
 //! The shared store: one atomic Lua script per decision on Redis.
 
 use super::StoreError;
-use crate::algorithm::{Reply, Spec};
+use crate::algorithm::{parse_replies, script_args, Mode, Reply, Spec, SCRIPT};
 use deadpool_redis::{Config, Pool, Runtime};
 
 /// Keeps rate-limit state in Redis, so every app server behind a load
@@ -48,48 +48,30 @@ impl RedisStore {
         &self.pool
     }
 
+    /// One script call deciding `targets` together.
     pub(crate) async fn decide(
         &self,
-        spec: &Spec,
-        key: &str,
+        targets: &[(&str, &Spec)],
         now: Option<u64>,
         cost: u64,
-        dry: bool,
-    ) -> Result<Reply, StoreError> {
+        mode: Mode,
+    ) -> Result<Vec<Reply>, StoreError> {
         let mut conn = self
             .pool
             .get()
             .await
             .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        let [p1, p2] = spec.params();
-        let now = now.map(|n| n.to_string()).unwrap_or_default();
-        let v: Vec<i64> = spec
-            .script()
-            .key(key)
-            .arg(now)
-            .arg(cost)
-            .arg(if dry { "1" } else { "0" })
-            .arg(p1)
-            .arg(p2)
-            .invoke_async(&mut conn)
-            .await?;
-        parse(&v)
-    }
-}
-
-fn parse(v: &[i64]) -> Result<Reply, StoreError> {
-    match *v {
-        [allowed, limit, remaining, reset_ms, retry_ms, delay_ms] => Ok(Reply {
-            allowed: allowed == 1,
-            limit,
-            remaining,
-            reset_ms,
-            retry_ms,
-            delay_ms,
-        }),
-        _ => Err(StoreError::Protocol(format!(
-            "unexpected script reply {v:?}"
-        ))),
+        let specs: Vec<Spec> = targets.iter().map(|(_, s)| **s).collect();
+        let mut call = SCRIPT.prepare_invoke();
+        for (key, _) in targets {
+            call.key(*key);
+        }
+        for arg in script_args(now, mode, cost, &specs) {
+            call.arg(arg);
+        }
+        let v: Vec<i64> = call.invoke_async(&mut conn).await?;
+        parse_replies(&v, targets.len())
+            .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
     }
 }
 

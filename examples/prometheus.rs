@@ -1,0 +1,56 @@
+//! floodgate's metrics for Prometheus: an axum app limited per client IP,
+//! with `/metrics` in the Prometheus text format.
+//!
+//! ```text
+//! cargo run --example prometheus
+//! for i in $(seq 15); do curl -s -o /dev/null http://127.0.0.1:3000/; done
+//! curl -s http://127.0.0.1:3000/metrics | grep floodgate
+//! ```
+
+use axum::{routing::get, Router};
+use floodgate::algorithm::Gcra;
+use floodgate::key::PeerIp;
+use floodgate::layer::RateLimitLayer;
+use floodgate::store::{MemoryStore, RedisStore, Store};
+use floodgate::Limiter;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Install the Prometheus recorder. Do it before building limiters: each
+/// registers its counters once, when built.
+pub fn install() -> PrometheusHandle {
+    PrometheusBuilder::new()
+        .install_recorder()
+        .expect("no other metrics recorder installed")
+}
+
+/// The app: `/` limited per client IP, `/metrics` not limited.
+pub fn app(store: Store, metrics: PrometheusHandle) -> Router {
+    let limiter = Limiter::builder(store, Gcra::new(10, Duration::from_secs(1)))
+        .name("per-ip")
+        .build()
+        .expect("valid limiter");
+    Router::new()
+        .route("/", get(|| async { "hello\n" }))
+        .layer(RateLimitLayer::new(limiter, PeerIp::new()))
+        .route("/metrics", get(move || async move { metrics.render() }))
+}
+
+#[allow(dead_code)] // the test includes this file.
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let metrics = install();
+    let store: Store = match std::env::var("REDIS_URL") {
+        Ok(url) => RedisStore::from_url(&url)?.into(),
+        Err(_) => MemoryStore::new().into(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    println!("listening on http://127.0.0.1:3000; metrics at http://127.0.0.1:3000/metrics");
+    axum::serve(
+        listener,
+        app(store, metrics).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await?;
+    Ok(())
+}

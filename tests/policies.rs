@@ -1,0 +1,352 @@
+//! Policies people ask for, over real Redis and real HTTP: several limits on
+//! one key (all or nothing), several keys per request (refund what a later
+//! denial made unnecessary), quotas per request (tiers), counting by the
+//! response, shadow mode.
+
+mod common;
+
+use axum::{http::StatusCode, routing::get, Router};
+use common::{sf, RedisServer};
+use floodgate::algorithm::*;
+use floodgate::clock::ManualClock;
+use floodgate::key::{Global, Header, PeerIp};
+use floodgate::layer::RateLimitLayer;
+use floodgate::store::{MemoryStore, RedisStore, Store};
+use floodgate::Limiter;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const MIN: Duration = Duration::from_secs(60);
+
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap()
+    });
+    format!("http://{addr}")
+}
+
+async fn on_both_stores<F, Fut>(test: F)
+where
+    F: Fn(Store) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    test(MemoryStore::new().into()).await;
+    let redis = RedisServer::start();
+    test(RedisStore::from_url(&redis.url()).unwrap().into()).await;
+}
+
+fn items(res: &reqwest::Response, name: &str) -> Vec<sf::Item> {
+    sf::parse_list(res.headers()[name].to_str().unwrap()).unwrap()
+}
+
+/// Wait until `f` holds: settlements run after the response, on a task.
+async fn eventually(mut f: impl AsyncFnMut() -> bool) {
+    for _ in 0..200 {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached in 2 s");
+}
+
+#[tokio::test]
+async fn several_limits_charge_all_or_nothing() {
+    on_both_stores(|store| async move {
+        let clock = ManualClock::new(0);
+        let limits = Limits::new()
+            .with("second", FixedWindow::new(3, Duration::from_secs(1)))
+            .with("minute", FixedWindow::new(5, MIN));
+        let limiter = Limiter::builder(store, limits)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            assert!(limiter.check("ana", 1).await.unwrap().allowed);
+        }
+        // The 4th is denied by `second`, so `minute` is not charged either.
+        let d = limiter.check_all("ana", 1).await.unwrap();
+        assert!(!d.combined.allowed);
+        assert_eq!(d.combined.retry_after, Some(Duration::from_secs(1)));
+        let minute = d.each.iter().find(|p| &*p.name == "minute").unwrap();
+        assert!(minute.decision.allowed, "minute alone would admit");
+        assert_eq!(
+            limiter.check_all("ana", 0).await.unwrap().each[1]
+                .decision
+                .remaining,
+            2
+        );
+        clock.set(1000);
+        assert!(limiter.check("ana", 1).await.unwrap().allowed);
+        assert!(limiter.check("ana", 1).await.unwrap().allowed);
+        // Now `minute` is spent: denied until the minute ends.
+        let d = limiter.check("ana", 1).await.unwrap();
+        assert!(!d.allowed);
+        assert_eq!(d.retry_after, Some(Duration::from_secs(59)));
+        // A cost above one limit can never fit, whatever the other says.
+        assert_eq!(limiter.check("bob", 4).await.unwrap().retry_after, None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn several_limits_stay_all_or_nothing_under_concurrency() {
+    let redis = RedisServer::start();
+    let clock = ManualClock::new(0);
+    let limits = Limits::new()
+        .with("wide", FixedWindow::new(50, MIN))
+        .with("narrow", SlidingLog::new(30, MIN));
+    // Four app servers, each with its own store and connections.
+    let limiters: Vec<_> = (0..4)
+        .map(|_| {
+            let store = RedisStore::from_url(&redis.url()).unwrap();
+            Limiter::builder(store, limits.clone())
+                .clock(clock.clone())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let l = limiters[i % 4].clone();
+        tasks.push(tokio::spawn(async move {
+            l.check("hot", 1).await.unwrap().allowed
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(admitted, 30);
+    // Both limits hold exactly the admitted requests: no partial charge.
+    let state = limiters[0].check_all("hot", 0).await.unwrap();
+    assert_eq!(state.each[0].decision.remaining, 20, "wide");
+    assert_eq!(state.each[1].decision.remaining, 0, "narrow");
+}
+
+#[tokio::test]
+async fn headers_list_every_policy_and_report_the_most_restrictive() {
+    on_both_stores(|store| async move {
+        let limits = Limits::new()
+            .with("burst", Gcra::new(10, Duration::from_secs(1)))
+            .with("hour", FixedWindow::new(3, Duration::from_secs(3600)));
+        let limiter = Limiter::builder(store, limits).name("api").build().unwrap();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(RateLimitLayer::new(limiter, PeerIp::new()));
+        let base = serve(app).await;
+        let res = reqwest::get(&base).await.unwrap();
+        let policies = items(&res, "ratelimit-policy");
+        let names: Vec<&str> = policies.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["burst", "hour"]);
+        assert_eq!((policies[1].int("q"), policies[1].int("w")), (3, 3600));
+        let rl = items(&res, "ratelimit");
+        assert_eq!(rl.len(), 1);
+        assert_eq!((rl[0].name(), rl[0].int("r")), ("hour", 2));
+        reqwest::get(&base).await.unwrap();
+        reqwest::get(&base).await.unwrap();
+        let res = reqwest::get(&base).await.unwrap();
+        assert_eq!(res.status(), 429);
+        let body: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(body["violated-policies"], serde_json::json!(["hour"]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn quotas_are_resolved_per_request_from_the_plan() {
+    #[derive(Clone)]
+    enum Plan {
+        Free,
+        Pro,
+    }
+    on_both_stores(|store| async move {
+        let limiter = Limiter::new(store, FixedWindow::new(2, MIN));
+        let layer =
+            RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap()).quota(|req| {
+                match req.extensions().get::<Plan>()? {
+                    Plan::Free => None,
+                    Plan::Pro => Some(FixedWindow::new(5, MIN)),
+                }
+            });
+        // A stand-in auth layer: keys starting with `pro-` are on the pro plan.
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(layer)
+            .layer(axum::middleware::from_fn(
+                |mut req: axum::extract::Request, next: axum::middleware::Next| async move {
+                    let pro = req
+                        .headers()
+                        .get("x-api-key")
+                        .is_some_and(|k| k.as_bytes().starts_with(b"pro-"));
+                    req.extensions_mut()
+                        .insert(if pro { Plan::Pro } else { Plan::Free });
+                    next.run(req).await
+                },
+            ));
+        let base = serve(app).await;
+        let client = reqwest::Client::new();
+        let count = |key: &'static str| {
+            let (client, base) = (client.clone(), base.clone());
+            async move {
+                let mut ok = 0;
+                for _ in 0..8 {
+                    let res = client
+                        .get(&base)
+                        .header("x-api-key", key)
+                        .send()
+                        .await
+                        .unwrap();
+                    ok += usize::from(res.status() == 200);
+                }
+                ok
+            }
+        };
+        assert_eq!(count("free-1").await, 2);
+        assert_eq!(count("pro-1").await, 5);
+        let res = client
+            .get(&base)
+            .header("x-api-key", "pro-2")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(items(&res, "ratelimit-policy")[0].int("q"), 5);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_inner_denial_refunds_the_outer_charge() {
+    on_both_stores(|store| async move {
+        let global = Limiter::builder(store.clone(), FixedWindow::new(100, MIN))
+            .name("global")
+            .build()
+            .unwrap();
+        let per_key = Limiter::builder(store, FixedWindow::new(2, MIN))
+            .name("per-key")
+            .build()
+            .unwrap();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(RateLimitLayer::new(
+                per_key,
+                Header::try_new("x-api-key").unwrap(),
+            ))
+            .layer(RateLimitLayer::new(global.clone(), Global::new()));
+        let base = serve(app).await;
+        let client = reqwest::Client::new();
+        let mut statuses = Vec::new();
+        for _ in 0..5 {
+            statuses.push(
+                client
+                    .get(&base)
+                    .header("x-api-key", "ana")
+                    .send()
+                    .await
+                    .unwrap()
+                    .status(),
+            );
+        }
+        assert_eq!(statuses, [200, 200, 429, 429, 429]);
+        // The global limit keeps only the two admitted requests.
+        eventually(async || global.check("global", 0).await.unwrap().remaining == 98).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn server_errors_are_refunded() {
+    on_both_stores(|store| async move {
+        let limiter = Limiter::new(store, FixedWindow::new(3, MIN));
+        let app = Router::new()
+            .route("/ok", get(|| async { "ok" }))
+            .route("/fail", get(|| async { StatusCode::INTERNAL_SERVER_ERROR }))
+            .layer(
+                RateLimitLayer::new(limiter.clone(), Global::new())
+                    .refund_when(|s| s.is_server_error()),
+            );
+        let base = serve(app).await;
+        for _ in 0..5 {
+            assert_eq!(
+                reqwest::get(format!("{base}/fail")).await.unwrap().status(),
+                500
+            );
+            eventually(async || limiter.check("global", 0).await.unwrap().remaining == 3).await;
+        }
+        for _ in 0..3 {
+            assert_eq!(
+                reqwest::get(format!("{base}/ok")).await.unwrap().status(),
+                200
+            );
+        }
+        assert_eq!(
+            reqwest::get(format!("{base}/ok")).await.unwrap().status(),
+            429
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn only_failed_logins_are_counted() {
+    on_both_stores(|store| async move {
+        let limiter = Limiter::new(store, SlidingLog::new(3, MIN));
+        let app = Router::new()
+            .route(
+                "/login",
+                get(|req: axum::extract::Request| async move {
+                    if req.uri().query() == Some("password=right") {
+                        StatusCode::OK
+                    } else {
+                        StatusCode::UNAUTHORIZED
+                    }
+                }),
+            )
+            .layer(
+                RateLimitLayer::new(limiter.clone(), PeerIp::new())
+                    .count_only_when(|s| s == 401 || s == 403),
+            );
+        let base = serve(app).await;
+        let login = |pw: &'static str| reqwest::get(format!("{base}/login?password={pw}"));
+        // Successful logins cost nothing.
+        for _ in 0..10 {
+            assert_eq!(login("right").await.unwrap().status(), 200);
+        }
+        for i in 0..3 {
+            assert_eq!(login("wrong").await.unwrap().status(), 401);
+            eventually(async || limiter.check("127.0.0.1", 0).await.unwrap().remaining == 2 - i)
+                .await;
+        }
+        // Three failures: locked out, even with the right password.
+        let res = login("right").await.unwrap();
+        assert_eq!(res.status(), 429);
+        assert!(res.headers().get("retry-after").is_some());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn shadow_mode_counts_but_never_blocks() {
+    let limiter = Limiter::new(MemoryStore::new(), FixedWindow::new(2, MIN));
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(RateLimitLayer::new(limiter.clone(), Global::new()).shadow(true));
+    let base = serve(app).await;
+    let statuses: Vec<u16> = {
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            v.push(reqwest::get(&base).await.unwrap().status().as_u16());
+        }
+        v
+    };
+    assert_eq!(statuses, [200; 4]);
+    // Only the admitted two were charged; the shadow denials were not.
+    assert_eq!(limiter.check("global", 0).await.unwrap().remaining, 0);
+}
