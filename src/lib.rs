@@ -25,6 +25,7 @@
 
 pub mod algorithm;
 pub mod clock;
+pub mod concurrency;
 mod decision;
 mod error;
 pub mod headers;

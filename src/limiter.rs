@@ -366,19 +366,7 @@ impl<A: Algorithm> LimiterBuilder<A> {
 
     /// Check the configuration and build the limiter.
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
-        if self.prefix.len() > MAX_PREFIX || self.prefix.contains(['{', '}']) {
-            return Err(ConfigError::new(
-                "prefix",
-                "must be at most 64 bytes without `{` or `}`",
-            ));
-        }
-        let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-        if self.name.is_empty() || self.name.len() > MAX_NAME || !self.name.chars().all(name_ok) {
-            return Err(ConfigError::new(
-                "name",
-                "must be 1 to 64 characters of A-Z a-z 0-9 _ - .",
-            ));
-        }
+        validate_names(&self.prefix, &self.name)?;
         let parts = parts_of(&self.name, &self.algorithm);
         if parts.is_empty() {
             return Err(ConfigError::new(
@@ -398,4 +386,23 @@ impl<A: Algorithm> LimiterBuilder<A> {
             }),
         })
     }
+}
+
+/// Prefix: at most 64 bytes, no braces (they would move keys between
+/// cluster slots). Name: 1 to 64 characters of `A-Z a-z 0-9 _ - .`.
+pub(crate) fn validate_names(prefix: &str, name: &str) -> Result<(), ConfigError> {
+    if prefix.len() > MAX_PREFIX || prefix.contains(['{', '}']) {
+        return Err(ConfigError::new(
+            "prefix",
+            "must be at most 64 bytes without `{` or `}`",
+        ));
+    }
+    let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if name.is_empty() || name.len() > MAX_NAME || !name.chars().all(name_ok) {
+        return Err(ConfigError::new(
+            "name",
+            "must be 1 to 64 characters of A-Z a-z 0-9 _ - .",
+        ));
+    }
+    Ok(())
 }

@@ -52,6 +52,8 @@ pub(crate) enum State {
     Log(VecDeque<f64>),
     /// Sliding window counter: (window index, current count, previous count).
     Counters { idx: f64, cur: f64, prev: f64 },
+    /// Concurrency limit: (lease id, expiry) of each request in flight.
+    Leases(Vec<(Box<str>, u64)>),
     /// GCRA, token bucket, leaky bucket: the theoretical arrival time (the
     /// time at which the bucket is full, or the queue empty, again).
     Tat(f64),
@@ -110,6 +112,10 @@ pub(crate) static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| {
         include_str!("../../lua/main.lua"),
     ))
 });
+
+/// The concurrency limiter's script (`lua/concurrency.lua`).
+pub(crate) static LEASE_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("../../lua/concurrency.lua")));
 
 /// ARGV of a script call deciding `specs` (one per key, in KEYS order).
 pub(crate) fn script_args(now: Option<u64>, mode: Mode, cost: u64, specs: &[Spec]) -> Vec<String> {

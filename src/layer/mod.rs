@@ -33,4 +33,5 @@ pub use future::ResponseFuture;
 pub use layer::RateLimitLayer;
 pub use rejection::{Reason, Rejection};
 pub use service::RateLimit;
+pub(crate) use settle::spawn as spawn_settlement;
 pub use settle::RateLimited;

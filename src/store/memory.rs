@@ -117,6 +117,70 @@ impl MemoryStore {
         shard.run(spec, key, now, cost, mode, mode != Mode::Peek, max)
     }
 
+    /// The twin of `lua/concurrency.lua`: acquire or release a lease.
+    pub(crate) fn lease(
+        &self,
+        key: &str,
+        now: u64,
+        op: &str,
+        id: &str,
+        max: u64,
+        lease_ms: u64,
+    ) -> [i64; 4] {
+        let mut shard = lock(&self.inner.shards[self.shard_of(key)]);
+        let max_keys = self.inner.max_per_shard;
+        let entry = shard.map.get_mut(key).filter(|e| e.expires_at > now);
+        let mut leases = match entry.and_then(|e| e.state.take()) {
+            Some(State::Leases(l)) => l,
+            _ => Vec::new(),
+        };
+        let first_expiry = |l: &[(Box<str>, u64)]| {
+            l.iter()
+                .map(|(_, e)| *e as i64 - now as i64)
+                .min()
+                .unwrap_or(-1)
+        };
+        let (reply, ttl) = if op == "release" {
+            leases.retain(|(i, _)| &**i != id);
+            ([1, max as i64, leases.len() as i64, -1], None)
+        } else {
+            leases.retain(|(_, e)| *e > now);
+            if leases.len() as u64 >= max {
+                (
+                    [0, max as i64, leases.len() as i64, first_expiry(&leases)],
+                    None,
+                )
+            } else {
+                leases.push((id.into(), now + lease_ms));
+                (
+                    [1, max as i64, leases.len() as i64, first_expiry(&leases)],
+                    Some(lease_ms + 1000),
+                )
+            }
+        };
+        match shard.map.get_mut(key) {
+            Some(e) => {
+                e.state = Some(State::Leases(leases));
+                if let Some(ttl) = ttl {
+                    e.expires_at = now + ttl;
+                }
+            }
+            None if ttl.is_some() => {
+                shard.make_room(now, max_keys);
+                let expires_at = now + ttl.unwrap_or(0);
+                shard.map.insert(
+                    key.into(),
+                    Entry {
+                        state: Some(State::Leases(leases)),
+                        expires_at,
+                    },
+                );
+            }
+            None => {}
+        }
+        reply
+    }
+
     /// Decide several keys all or nothing, like the script: every key is
     /// decided first, and written only if all admit.
     pub(crate) fn decide_many(

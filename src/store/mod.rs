@@ -72,6 +72,24 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Acquire or release a concurrency lease (`lua/concurrency.lua`).
+    pub(crate) async fn lease(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        op: &str,
+        id: &str,
+        max: u64,
+        lease_ms: u64,
+    ) -> Result<[i64; 4], StoreError> {
+        match self {
+            Store::Memory(m) => Ok(m.lease(key, memory_now(now), op, id, max, lease_ms)),
+            Store::Redis(r) => r.lease(key, now, op, id, max, lease_ms).await,
+        }
+    }
+}
+
 fn memory_now(now: Option<u64>) -> u64 {
     now.unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::SystemClock))
 }

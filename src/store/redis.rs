@@ -1,7 +1,7 @@
 //! The shared store: one atomic Lua script per decision on Redis.
 
 use super::StoreError;
-use crate::algorithm::{parse_replies, script_args, Mode, Reply, Spec, SCRIPT};
+use crate::algorithm::{parse_replies, script_args, Mode, Reply, Spec, LEASE_SCRIPT, SCRIPT};
 use deadpool_redis::{Config, Pool, Runtime};
 
 /// Keeps rate-limit state in Redis, so every app server behind a load
@@ -72,6 +72,37 @@ impl RedisStore {
         let v: Vec<i64> = call.invoke_async(&mut conn).await?;
         parse_replies(&v, targets.len())
             .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
+    }
+}
+
+impl RedisStore {
+    /// One call of `lua/concurrency.lua`.
+    pub(crate) async fn lease(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        op: &str,
+        id: &str,
+        max: u64,
+        lease_ms: u64,
+    ) -> Result<[i64; 4], StoreError> {
+        let mut conn = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let now = now.map(|n| n.to_string()).unwrap_or_default();
+        let v: Vec<i64> = LEASE_SCRIPT
+            .key(key)
+            .arg(now)
+            .arg(op)
+            .arg(id)
+            .arg(max)
+            .arg(lease_ms)
+            .invoke_async(&mut conn)
+            .await?;
+        v.try_into()
+            .map_err(|v| StoreError::Protocol(format!("unexpected lease reply {v:?}")))
     }
 }
 
