@@ -14,7 +14,6 @@ use floodgate::Limiter;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,10 +47,6 @@ fn ops(max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(op, 1..60)
 }
 
-fn redis() -> &'static RedisServer {
-    static SERVER: OnceLock<RedisServer> = OnceLock::new();
-    SERVER.get_or_init(RedisServer::start)
-}
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -68,13 +63,13 @@ fn cases() -> u32 {
 }
 
 /// Run `ops` through `alg` on both stores and compare every decision.
-fn same_decisions<A: Algorithm>(alg: A, ops: &[Op]) -> Result<(), TestCaseError> {
+fn same_decisions<A: Algorithm>(redis: &RedisServer, alg: A, ops: &[Op]) -> Result<(), TestCaseError> {
     static CASE: AtomicU64 = AtomicU64::new(0);
     // Each case gets its own namespace in the shared server.
     let prefix = format!("case{}", CASE.fetch_add(1, Ordering::Relaxed));
     let clock = ManualClock::new(1_700_000_000_000);
     let rt = rt();
-    let store = RedisStore::from_url(&redis().url()).unwrap();
+    let store = RedisStore::from_url(&redis.url()).unwrap();
     let on_redis = Limiter::builder(store, alg.clone())
         .prefix(&prefix)
         .clock(clock.clone())
@@ -114,13 +109,15 @@ fn same_decisions<A: Algorithm>(alg: A, ops: &[Op]) -> Result<(), TestCaseError>
 }
 
 fn run<A: Algorithm + 'static, S: Strategy<Value = (A, Vec<Op>)>>(strategy: S) {
+    // One server per test, stopped when the test ends (a static would leak it).
+    let redis = RedisServer::start();
     let mut runner = TestRunner::new(Config {
         cases: cases(),
         failure_persistence: None,
         ..Config::default()
     });
     runner
-        .run(&strategy, |(alg, ops)| same_decisions(alg, &ops))
+        .run(&strategy, |(alg, ops)| same_decisions(&redis, alg, &ops))
         .unwrap();
 }
 
