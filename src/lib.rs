@@ -27,6 +27,7 @@ pub mod algorithm;
 pub mod clock;
 mod decision;
 mod error;
+pub mod failure;
 pub mod headers;
 pub mod key;
 pub mod layer;

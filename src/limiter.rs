@@ -2,10 +2,14 @@
 
 use crate::algorithm::{Algorithm, Policy, Spec};
 use crate::clock::Clock;
+use crate::failure::{
+    self, CircuitBreaker, CircuitState, FailureEvent, FailureHook, FailurePolicy, Guard,
+};
 use crate::store::{key::storage_key, Store};
 use crate::{ConfigError, Decision, Error};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 const MAX_PREFIX: usize = 64;
 const MAX_NAME: usize = 64;
@@ -47,6 +51,7 @@ struct Inner<A> {
     prefix: String,
     name: String,
     clock: Option<Arc<dyn Clock>>,
+    guard: Guard,
 }
 
 impl<A> Clone for Limiter<A> {
@@ -66,6 +71,10 @@ impl<A: Algorithm> Limiter<A> {
             prefix: "floodgate".into(),
             name: "default".into(),
             clock: None,
+            timeout: failure::DEFAULT_TIMEOUT,
+            policy: FailurePolicy::default(),
+            breaker: CircuitBreaker::default(),
+            hook: None,
         }
     }
 
@@ -95,14 +104,33 @@ impl<A: Algorithm> Limiter<A> {
 
     async fn decide(&self, key: &str, cost: u64, dry: bool) -> Result<Decision, Error> {
         let inner = &*self.inner;
-        let key = storage_key(&inner.prefix, &inner.name, inner.spec.tag(), key);
+        let storage = storage_key(&inner.prefix, &inner.name, inner.spec.tag(), key);
         let now = inner.clock.as_ref().map(|c| c.now_ms());
         let cost = inner.spec.clamp_cost(cost);
-        let reply = inner
-            .store
-            .decide(&inner.spec, &key, now, cost, dry)
-            .await?;
-        Ok(reply.decision())
+        let store = inner.store.decide(&inner.spec, &storage, now, cost, dry);
+        if let Store::Memory(_) = inner.store {
+            // Cannot fail, and needs no timer: no timeout, no breaker.
+            return Ok(store.await?.decision());
+        }
+        let call = failure::Call {
+            limiter: &inner.name,
+            spec: &inner.spec,
+            key,
+            cost,
+            dry,
+        };
+        inner.guard.decide(call, store).await
+    }
+
+    /// What this limiter does when its store fails.
+    pub fn failure_policy(&self) -> &FailurePolicy {
+        self.inner.guard.policy()
+    }
+
+    /// The state of this limiter's circuit breaker (always
+    /// [`Closed`](CircuitState::Closed) over a memory store).
+    pub fn circuit_state(&self) -> CircuitState {
+        self.inner.guard.circuit_state()
     }
 
     /// The algorithm and its parameters.
@@ -134,6 +162,7 @@ impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
             .field("algorithm", &self.inner.algorithm)
             .field("prefix", &self.inner.prefix)
             .field("store", &self.inner.store)
+            .field("failure", &self.inner.guard)
             .finish()
     }
 }
@@ -146,6 +175,10 @@ pub struct LimiterBuilder<A> {
     prefix: String,
     name: String,
     clock: Option<Arc<dyn Clock>>,
+    timeout: Duration,
+    policy: FailurePolicy,
+    breaker: CircuitBreaker,
+    hook: Option<FailureHook>,
 }
 
 impl<A: Algorithm> LimiterBuilder<A> {
@@ -173,6 +206,42 @@ impl<A: Algorithm> LimiterBuilder<A> {
         self
     }
 
+    /// The longest a decision waits for the store (default 100 ms,
+    /// [`failure::DEFAULT_TIMEOUT`]; at least 1 ms): the whole call,
+    /// connection and script reload included. When it passes, the
+    /// [failure policy](Self::on_store_failure) decides. Not used over a
+    /// memory store. See [`crate::failure`] for why 100 ms.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// What to decide when the store fails or times out (default
+    /// [`FailurePolicy::FailOpen`]). See [`crate::failure`] for how to choose.
+    pub fn on_store_failure(mut self, policy: FailurePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// When to stop calling a failing store, and for how long (default 5
+    /// consecutive failures, 500 ms). [`CircuitBreaker::disabled`] never
+    /// stops calling it.
+    pub fn circuit_breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
+    /// Call `hook` for every decision the store could not make, with what
+    /// the policy decided: the place for metrics. It runs on the request's
+    /// task: keep it short and non-blocking.
+    pub fn failure_hook(
+        mut self,
+        hook: impl Fn(&FailureEvent<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
     /// Check the configuration and build the limiter.
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         if self.prefix.len() > MAX_PREFIX || self.prefix.contains(['{', '}']) {
@@ -188,6 +257,10 @@ impl<A: Algorithm> LimiterBuilder<A> {
                 "must be 1 to 64 characters of A-Z a-z 0-9 _ - .",
             ));
         }
+        if self.timeout < Duration::from_millis(1) {
+            return Err(ConfigError::new("timeout", "must be at least 1 ms"));
+        }
+        self.breaker.validate()?;
         Ok(Limiter {
             inner: Arc::new(Inner {
                 spec: self.algorithm.spec(),
@@ -196,6 +269,7 @@ impl<A: Algorithm> LimiterBuilder<A> {
                 prefix: self.prefix,
                 name: self.name,
                 clock: self.clock,
+                guard: Guard::new(self.timeout, self.policy, self.breaker, self.hook),
             }),
         })
     }

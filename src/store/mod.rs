@@ -1,10 +1,13 @@
-//! Where rate-limit state lives: in this process ([`MemoryStore`]) or in
-//! Redis ([`RedisStore`]). Both make the same decisions.
+//! Where rate-limit state lives: in this process ([`MemoryStore`]), in
+//! Redis ([`RedisStore`]) or in a Redis Cluster ([`RedisClusterStore`]). All
+//! make the same decisions.
 
+mod cluster;
 pub(crate) mod key;
 mod memory;
 mod redis;
 
+pub use self::cluster::RedisClusterStore;
 pub use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
 pub use self::redis::RedisStore;
 
@@ -13,7 +16,7 @@ use std::fmt;
 
 /// A store a [`Limiter`](crate::Limiter) keeps its state in.
 ///
-/// Built from either store with `.into()`; the limiter's API is the same.
+/// Built from any store with `.into()`; the limiter's API is the same.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Store {
@@ -21,6 +24,8 @@ pub enum Store {
     Memory(MemoryStore),
     /// State in Redis.
     Redis(RedisStore),
+    /// State in a Redis Cluster, each key on the shard that owns it.
+    RedisCluster(RedisClusterStore),
 }
 
 impl From<MemoryStore> for Store {
@@ -32,6 +37,12 @@ impl From<MemoryStore> for Store {
 impl From<RedisStore> for Store {
     fn from(s: RedisStore) -> Self {
         Store::Redis(s)
+    }
+}
+
+impl From<RedisClusterStore> for Store {
+    fn from(s: RedisClusterStore) -> Self {
+        Store::RedisCluster(s)
     }
 }
 
@@ -53,6 +64,7 @@ impl Store {
                 m.decide(spec, key, now, cost, dry)
             }
             Store::Redis(r) => r.decide(spec, key, now, cost, dry).await,
+            Store::RedisCluster(c) => c.decide(spec, key, now, cost, dry).await,
         }
     }
 }

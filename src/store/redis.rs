@@ -1,8 +1,40 @@
 //! The shared store: one atomic Lua script per decision on Redis.
+//!
+//! Connections: a few multiplexed connections, each checked out of a
+//! deadpool-redis pool once and kept, shared round-robin by all calls. A
+//! multiplexed connection pipelines concurrent calls by itself, so a
+//! decision costs exactly one `EVALSHA` round trip: no checkout, no `PING`
+//! to recycle a connection (which deadpool pays on every `get`, halving
+//! throughput). The pool still creates the connections and bounds their
+//! number; a connection that breaks is detached from it and replaced in the
+//! background, at most one attempt per slot at a time.
 
 use super::StoreError;
 use crate::algorithm::{Reply, Spec};
-use deadpool_redis::{Config, Pool, Runtime};
+use deadpool_redis::{Connection, Manager, Pool, Runtime};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
+use std::fmt::{self, Write as _};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Default number of multiplexed connections a [`RedisStore`] shares.
+const DEFAULT_CONNECTIONS: usize = 2;
+
+/// Default bound on making one connection.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// After a failed connection attempt, calls that need that connection fail at
+/// once for this long instead of trying again: no storm of reconnects against
+/// a Redis that is down.
+const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A connection on which every call has been given up (timed out) for this
+/// long, with no answer in between, is replaced: a peer that vanished
+/// without closing the connection never answers again.
+const STALL_LIMIT_MS: u64 = 2_000;
 
 /// Keeps rate-limit state in Redis, so every app server behind a load
 /// balancer sees the same counters.
@@ -11,25 +43,80 @@ use deadpool_redis::{Config, Pool, Runtime};
 /// write happen atomically on Redis' command thread, so no number of
 /// concurrent app servers can overshoot a limit. When Redis answers
 /// `NOSCRIPT` (after a restart, failover or `SCRIPT FLUSH`) the script is
-/// loaded again and the call retried, transparently.
+/// loaded again and the call repeated on the same connection, transparently.
 ///
-/// Cheap to clone: clones share the pool.
+/// Calls share a few multiplexed connections ([`connections`](Self::connections),
+/// default 2) round-robin; each pipelines concurrent
+/// calls, so no call waits for a connection of its own. Connections are made
+/// lazily, in the background, each within
+/// [`connect_timeout`](Self::connect_timeout). A connection that breaks
+/// (reset, closed, killed by `CLIENT KILL`) is dropped and replaced, and the
+/// call that found it broken is repeated once on the new one (if Redis had
+/// run it before the connection broke, the request is charged twice: strict,
+/// never loose); a call that
+/// finds Redis unreachable fails at once for the next 100 ms instead of
+/// trying again. How long a decision may wait, and what happens when it
+/// cannot be made, is the limiter's business: see [`crate::failure`].
+///
+/// Cheap to clone: clones share the connections.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), floodgate::store::StoreError> {
 /// use floodgate::store::RedisStore;
-/// let store = RedisStore::from_url("redis://127.0.0.1:6379")?;
+/// use std::time::Duration;
+/// let store = RedisStore::from_url("redis://127.0.0.1:6379")?
+///     .connections(4)
+///     .connect_timeout(Duration::from_millis(500));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
     pool: Pool,
+    /// The pool was made by [`RedisStore::from_url`]: it may be resized.
+    owns_pool: bool,
+    slots: Box<[Slot]>,
+    next: AtomicUsize,
+    connect_timeout: Duration,
+    epoch: Instant,
+}
+
+struct Slot {
+    state: Mutex<SlotState>,
+    /// Wakes callers waiting for a connection attempt to end.
+    notify: Notify,
+    /// `Shared::now_ms` of the first call given up on since the last answer
+    /// on this slot's connection; 0 while it answers.
+    stalled_since: AtomicU64,
+}
+
+#[derive(Default)]
+struct SlotState {
+    live: Option<Live>,
+    /// A background task is making this slot's connection.
+    connecting: bool,
+    /// When the last attempt failed, and why.
+    failed: Option<(Instant, String)>,
+    generation: u64,
+}
+
+struct Live {
+    /// What calls use (clones share the connection).
+    conn: MultiplexedConnection,
+    /// Kept checked out of the pool for as long as the connection is used.
+    object: Connection,
+    generation: u64,
 }
 
 impl RedisStore {
-    /// A store over an existing deadpool-redis pool.
+    /// A store over an existing deadpool-redis pool. It keeps
+    /// 2 of the pool's connections checked out (at
+    /// most the pool's `max_size`).
     pub fn from_pool(pool: Pool) -> Self {
-        Self { pool }
+        Self::build(pool, false, DEFAULT_CONNECTIONS, DEFAULT_CONNECT_TIMEOUT)
     }
 
     /// A store over a new pool of connections to `url`
@@ -37,15 +124,75 @@ impl RedisStore {
     /// when redis-rs is built with TLS). Connections are made lazily: this
     /// does not fail when Redis is down.
     pub fn from_url(url: &str) -> Result<Self, StoreError> {
-        let pool = Config::from_url(url)
-            .create_pool(Some(Runtime::Tokio1))
+        // No response timeout of redis-rs' own: the limiter's timeout is the
+        // one. The connection timeout is `connect_timeout`, applied here.
+        let config = AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(None);
+        let manager = Manager::new_with_config(url, config)
+            .map_err(|e| StoreError::Config(format!("redis url: {e}")))?;
+        let pool = Pool::builder(manager)
+            .runtime(Runtime::Tokio1)
+            .build()
             .map_err(|e| StoreError::Config(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self::build(
+            pool,
+            true,
+            DEFAULT_CONNECTIONS,
+            DEFAULT_CONNECT_TIMEOUT,
+        ))
+    }
+
+    /// Share `n` multiplexed connections (at least 1; default
+    /// 2). One connection already pipelines any number
+    /// of concurrent calls; a second spreads the client-side work over two
+    /// driver tasks. More rarely help: Redis runs scripts on one thread.
+    /// With [`from_pool`](Self::from_pool), at most the pool's `max_size`.
+    pub fn connections(self, n: usize) -> Self {
+        let s = &self.shared;
+        let mut n = n.max(1);
+        let max = s.pool.status().max_size;
+        if n > max {
+            if s.owns_pool {
+                s.pool.resize(n);
+            } else {
+                n = max.max(1);
+            }
+        }
+        Self::build(s.pool.clone(), s.owns_pool, n, s.connect_timeout)
+    }
+
+    /// Give up making a connection after `timeout` (default 1 s). Callers
+    /// never wait longer than their own timeout for it: the connection is
+    /// made in the background.
+    pub fn connect_timeout(self, timeout: Duration) -> Self {
+        let s = &self.shared;
+        Self::build(s.pool.clone(), s.owns_pool, s.slots.len(), timeout)
+    }
+
+    fn build(pool: Pool, owns_pool: bool, n: usize, connect_timeout: Duration) -> Self {
+        let slots = (0..n.max(1))
+            .map(|_| Slot {
+                state: Mutex::new(SlotState::default()),
+                notify: Notify::new(),
+                stalled_since: AtomicU64::new(0),
+            })
+            .collect();
+        Self {
+            shared: Arc::new(Shared {
+                pool,
+                owns_pool,
+                slots,
+                next: AtomicUsize::new(0),
+                connect_timeout,
+                epoch: Instant::now(),
+            }),
+        }
     }
 
     /// The underlying pool.
     pub fn pool(&self) -> &Pool {
-        &self.pool
+        &self.shared.pool
     }
 
     pub(crate) async fn decide(
@@ -56,28 +203,308 @@ impl RedisStore {
         cost: u64,
         dry: bool,
     ) -> Result<Reply, StoreError> {
-        let mut conn = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        let [p1, p2] = spec.params();
-        let now = now.map(|n| n.to_string()).unwrap_or_default();
-        let v: Vec<i64> = spec
-            .script()
-            .key(key)
-            .arg(now)
-            .arg(cost)
-            .arg(if dry { "1" } else { "0" })
-            .arg(p1)
-            .arg(p2)
-            .invoke_async(&mut conn)
-            .await?;
-        parse(&v)
+        let cmd = evalsha(spec, key, now, cost, dry);
+        let shared = &self.shared;
+        let mut i = shared.pick();
+        let mut retried = false;
+        loop {
+            let (mut conn, slot, generation) = Shared::connection(shared, i, retried).await?;
+            let watch = Watch {
+                shared,
+                slot,
+                generation,
+                answered: false,
+            };
+            let result = run(&mut conn, spec, &cmd).await;
+            watch.answered();
+            match result {
+                Ok(v) => return parse_value(v),
+                // The connection is gone (reset, closed, killed): replace it,
+                // and repeat the call once, on its replacement.
+                Err(e) if broken(&e) => {
+                    shared.detach(slot, generation);
+                    if retried {
+                        return Err(e.into());
+                    }
+                    retried = true;
+                    i = slot;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 }
 
-fn parse(v: &[i64]) -> Result<Reply, StoreError> {
+impl Shared {
+    fn pick(&self) -> usize {
+        match self.slots.len() {
+            1 => 0,
+            n => self.next.fetch_add(1, Ordering::Relaxed) % n,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    /// A connection for a call that picked slot `i`: slot `i`'s, or while
+    /// that one is being made (or could not be), any other live one; `fresh`
+    /// (a repeat after a broken connection) insists on slot `i`'s next one.
+    /// Returns the connection, the slot it belongs to, and its generation.
+    async fn connection(
+        this: &Arc<Self>,
+        i: usize,
+        fresh: bool,
+    ) -> Result<(MultiplexedConnection, usize, u64), StoreError> {
+        let slot = &this.slots[i];
+        if let Some(live) = &lock(&slot.state).live {
+            return Ok((live.conn.clone(), i, live.generation));
+        }
+        loop {
+            // Registered before looking, so the end of an attempt is not missed.
+            let notified = slot.notify.notified();
+            let failed = {
+                let mut st = lock(&slot.state);
+                if let Some(live) = &st.live {
+                    return Ok((live.conn.clone(), i, live.generation));
+                }
+                let mut failed = None;
+                if !st.connecting {
+                    match &st.failed {
+                        Some((at, why)) if at.elapsed() < RECONNECT_INTERVAL => {
+                            failed = Some(why.clone());
+                        }
+                        _ => {
+                            st.connecting = true;
+                            tokio::spawn(Self::connect(this.clone(), i));
+                        }
+                    }
+                }
+                failed
+            };
+            if !fresh {
+                if let Some(other) = this.any_live(i) {
+                    return Ok(other);
+                }
+            }
+            if let Some(why) = failed {
+                return Err(StoreError::Unavailable(why));
+            }
+            notified.await;
+        }
+    }
+
+    /// Another slot's live connection, if any.
+    fn any_live(&self, but: usize) -> Option<(MultiplexedConnection, usize, u64)> {
+        let n = self.slots.len();
+        (1..n).map(|k| (but + k) % n).find_map(|j| {
+            let st = lock(&self.slots[j].state);
+            st.live.as_ref().map(|l| (l.conn.clone(), j, l.generation))
+        })
+    }
+
+    /// Make slot `i`'s connection (one attempt, bounded), then wake whoever
+    /// waits for it.
+    async fn connect(this: Arc<Self>, i: usize) {
+        let mut attempt = Attempt {
+            shared: &this,
+            slot: i,
+            result: Some(Err("connection attempt abandoned".into())),
+        };
+        let result = match tokio::time::timeout(this.connect_timeout, this.pool.get()).await {
+            Ok(Ok(object)) => Ok(object),
+            Ok(Err(e)) => Err(format!("cannot connect to redis: {e}")),
+            Err(_) => Err(format!(
+                "cannot connect to redis within {:?}",
+                this.connect_timeout
+            )),
+        };
+        attempt.result = Some(result);
+    }
+
+    fn install(&self, i: usize, result: Result<Connection, String>) {
+        let slot = &self.slots[i];
+        let mut st = lock(&slot.state);
+        st.connecting = false;
+        match result {
+            Ok(object) => {
+                st.generation += 1;
+                st.live = Some(Live {
+                    conn: MultiplexedConnection::clone(&object),
+                    object,
+                    generation: st.generation,
+                });
+                st.failed = None;
+                slot.stalled_since.store(0, Ordering::Relaxed);
+            }
+            Err(why) => st.failed = Some((Instant::now(), why)),
+        }
+        drop(st);
+        slot.notify.notify_waiters();
+    }
+
+    /// Drop slot `i`'s connection if it is still `generation`, and take it
+    /// out of the pool for good: the next call makes a new one.
+    fn detach(&self, i: usize, generation: u64) {
+        let mut st = lock(&self.slots[i].state);
+        if st.live.as_ref().is_some_and(|l| l.generation == generation) {
+            let live = st.live.take();
+            drop(st);
+            if let Some(live) = live {
+                drop(Connection::take(live.object));
+            }
+        }
+    }
+}
+
+/// The end of a connection attempt, also when its task is dropped.
+struct Attempt<'a> {
+    shared: &'a Shared,
+    slot: usize,
+    result: Option<Result<Connection, String>>,
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        if let Some(result) = self.result.take() {
+            self.shared.install(self.slot, result);
+        }
+    }
+}
+
+/// Notices calls given up on (their future dropped, i.e. timed out) with no
+/// answer from the connection, and replaces a connection that stalled.
+struct Watch<'a> {
+    shared: &'a Shared,
+    slot: usize,
+    generation: u64,
+    answered: bool,
+}
+
+impl Watch<'_> {
+    fn answered(mut self) {
+        self.answered = true;
+        let since = &self.shared.slots[self.slot].stalled_since;
+        if since.load(Ordering::Relaxed) != 0 {
+            since.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let since = &self.shared.slots[self.slot].stalled_since;
+        let now = self.shared.now_ms();
+        match since.load(Ordering::Relaxed) {
+            0 => {
+                let _ = since.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+            }
+            t if now.saturating_sub(t) >= STALL_LIMIT_MS => {
+                since.store(0, Ordering::Relaxed);
+                self.shared.detach(self.slot, self.generation);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `EVALSHA`, and on `NOSCRIPT` (the script cache was emptied) `SCRIPT LOAD`
+/// and `EVALSHA` again.
+async fn run(
+    conn: &mut MultiplexedConnection,
+    spec: &Spec,
+    cmd: &Cmd,
+) -> redis::RedisResult<Value> {
+    match conn
+        .send_packed_command(cmd)
+        .await
+        .and_then(Value::extract_error)
+    {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            spec.script().load_async(conn).await?;
+            conn.send_packed_command(cmd)
+                .await
+                .and_then(Value::extract_error)
+        }
+        other => other,
+    }
+}
+
+/// The connection cannot be used again.
+fn broken(e: &RedisError) -> bool {
+    e.is_connection_dropped() || e.is_unrecoverable_error()
+}
+
+/// The script's command, written straight into one buffer: the numbers are
+/// formatted in place, without a `String` each.
+fn evalsha(spec: &Spec, key: &str, now: Option<u64>, cost: u64, dry: bool) -> Cmd {
+    let mut cmd = Cmd::with_capacity(9, 7 + 40 + 1 + key.len() + 96);
+    cmd.arg("EVALSHA")
+        .arg(spec.script().get_hash())
+        .arg("1")
+        .arg(key);
+    match now {
+        Some(now) => cmd.arg(now),
+        None => cmd.arg(""),
+    };
+    cmd.arg(cost).arg(if dry { "1" } else { "0" });
+    // The same strings as `Spec::params` (checked by a test below).
+    match *spec {
+        Spec::FixedWindow { limit, window_ms }
+        | Spec::SlidingLog { limit, window_ms }
+        | Spec::SlidingWindow { limit, window_ms } => {
+            cmd.arg(limit).arg(window_ms);
+        }
+        Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+            cmd.arg(capacity);
+            arg_f64(&mut cmd, rate);
+        }
+        Spec::Gcra {
+            burst, interval_ms, ..
+        } => {
+            cmd.arg(burst);
+            arg_f64(&mut cmd, interval_ms);
+        }
+    }
+    cmd
+}
+
+/// `x` as its `Display` form, the shortest string that parses back to the
+/// same double (what `Spec::params` sends), formatted on the stack.
+fn arg_f64(cmd: &mut Cmd, x: f64) {
+    let mut buf = StackStr {
+        buf: [0; 64],
+        len: 0,
+    };
+    if write!(buf, "{x}").is_ok() {
+        cmd.arg(&buf.buf[..buf.len]);
+    } else {
+        cmd.arg(x.to_string());
+    }
+}
+
+struct StackStr {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl fmt::Write for StackStr {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// The script's reply, as integers.
+pub(super) fn parse(v: &[i64]) -> Result<Reply, StoreError> {
     match *v {
         [allowed, limit, remaining, reset_ms, retry_ms, delay_ms] => Ok(Reply {
             allowed: allowed == 1,
@@ -93,10 +520,99 @@ fn parse(v: &[i64]) -> Result<Reply, StoreError> {
     }
 }
 
-impl std::fmt::Debug for RedisStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+/// The script's reply, read without collecting it first.
+fn parse_value(v: Value) -> Result<Reply, StoreError> {
+    if let Value::Array(items) = &v {
+        if let [Value::Int(allowed), Value::Int(limit), Value::Int(remaining), Value::Int(reset_ms), Value::Int(retry_ms), Value::Int(delay_ms)] =
+            items[..]
+        {
+            return Ok(Reply {
+                allowed: allowed == 1,
+                limit,
+                remaining,
+                reset_ms,
+                retry_ms,
+                delay_ms,
+            });
+        }
+    }
+    Err(StoreError::Protocol(format!(
+        "unexpected script reply {v:?}"
+    )))
+}
+
+/// A poisoned slot only means a thread panicked while holding it; the state
+/// is still consistent.
+fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.shared;
+        let connected = s
+            .slots
+            .iter()
+            .filter(|x| lock(&x.state).live.is_some())
+            .count();
         f.debug_struct("RedisStore")
-            .field("pool", &self.pool.status())
+            .field("pool", &s.pool.status())
+            .field("connections", &s.slots.len())
+            .field("connected", &connected)
+            .field("connect_timeout", &s.connect_timeout)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::sealed::Sealed;
+    use crate::algorithm::*;
+
+    #[test]
+    fn the_command_sends_what_spec_params_says() {
+        let specs = [
+            FixedWindow::new(10, Duration::from_secs(1)).spec(),
+            SlidingLog::new(1 << 40, Duration::from_millis(1)).spec(),
+            SlidingWindow::new(7, Duration::from_millis(1 << 40)).spec(),
+            TokenBucket::new(10, 0.1).spec(),
+            TokenBucket::new(3, 1e-9).spec(),
+            LeakyBucket::new(1 << 40, 1e15).spec(),
+            Gcra::new(3, Duration::from_millis(1000)).spec(),
+            Gcra::new(1 << 40, Duration::from_millis(1)).spec(),
+        ];
+        for spec in specs {
+            for (now, dry) in [(None, false), (Some(1_791_860_000_123), true)] {
+                let ours = evalsha(&spec, "rl:x:{ana}", now, 4, dry);
+                let [p1, p2] = spec.params();
+                let mut theirs = redis::cmd("EVALSHA");
+                theirs
+                    .arg(spec.script().get_hash())
+                    .arg(1)
+                    .arg("rl:x:{ana}")
+                    .arg(now.map(|n| n.to_string()).unwrap_or_default())
+                    .arg(4)
+                    .arg(if dry { "1" } else { "0" })
+                    .arg(p1)
+                    .arg(p2);
+                assert_eq!(
+                    ours.get_packed_command(),
+                    theirs.get_packed_command(),
+                    "{spec:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn replies_parse() {
+        let ints = |v: &[i64]| Value::Array(v.iter().map(|&n| Value::Int(n)).collect());
+        let r = parse_value(ints(&[1, 10, 9, 100, -1, 0])).unwrap();
+        assert!(r.allowed);
+        assert_eq!((r.limit, r.remaining, r.retry_ms), (10, 9, -1));
+        assert_eq!(parse(&[1, 10, 9, 100, -1, 0]).unwrap(), r);
+        assert!(parse_value(ints(&[1, 2, 3])).is_err());
+        assert!(parse_value(Value::Nil).is_err());
     }
 }
