@@ -28,6 +28,7 @@ pub mod clock;
 pub mod concurrency;
 mod decision;
 mod error;
+pub mod failure;
 pub mod headers;
 pub mod key;
 pub mod layer;

@@ -2,12 +2,15 @@
 
 use crate::algorithm::{Algorithm, Mode, Policy, Spec};
 use crate::clock::Clock;
+use crate::failure::{
+    self, CircuitBreaker, CircuitState, FailureEvent, FailureHook, FailurePolicy, Guard,
+};
 use crate::metrics::Metrics;
-use crate::store::{key::storage_key, Store};
+use crate::store::{key::storage_key, memory_now, Store};
 use crate::{ConfigError, Decision, Decisions, Error, PolicyDecision};
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 const MAX_PREFIX: usize = 64;
@@ -51,6 +54,7 @@ struct Inner<A> {
     name: Arc<str>,
     clock: Option<Arc<dyn Clock>>,
     metrics: Metrics,
+    guard: Guard,
 }
 
 /// One policy of the limiter: one key in the store per user key.
@@ -99,6 +103,10 @@ impl<A: Algorithm> Limiter<A> {
             prefix: "floodgate".into(),
             name: "default".into(),
             clock: None,
+            timeout: failure::DEFAULT_TIMEOUT,
+            policy: FailurePolicy::default(),
+            breaker: CircuitBreaker::default(),
+            hook: None,
         }
     }
 
@@ -232,13 +240,29 @@ impl<A: Algorithm> Limiter<A> {
         let started = Instant::now();
         let storage = storage_key(&inner.prefix, &part.namespace, part.spec.tag(), key);
         let cost = part.spec.clamp_cost(cost);
+        let now = self.now();
         let span = tracing::debug_span!("floodgate.decide", limiter = %inner.name, policy = %part.policy, ?mode, cost);
-        let reply = inner
-            .store
-            .decide_one(&part.spec, &storage, self.now(), cost, mode)
-            .instrument(span)
-            .await?;
-        let d = reply.decision();
+        let d = if let Store::Memory(m) = &inner.store {
+            // Cannot fail, and needs no timer: no timeout, no breaker.
+            let _span = span.entered();
+            m.decide_one(&part.spec, &storage, memory_now(now), cost, mode)
+                .decision()
+        } else {
+            let store = inner
+                .store
+                .decide_one(&part.spec, &storage, now, cost, mode);
+            let call = failure::Call {
+                limiter: &inner.name,
+                specs: &[&part.spec],
+                key,
+                cost,
+                mode,
+            };
+            let store = async { store.await.map(|r| vec![r]) };
+            let mut each = inner.guard.decide(call, store).instrument(span).await?;
+            each.pop()
+                .ok_or_else(|| Error::Config(ConfigError::new("algorithm", "no policy")))?
+        };
         inner
             .metrics
             .decided(d.allowed, d.degraded, started.elapsed());
@@ -258,10 +282,11 @@ impl<A: Algorithm> Limiter<A> {
             .iter()
             .map(|p| storage_key(&inner.prefix, &p.namespace, p.spec.tag(), key))
             .collect();
+        let specs: Vec<&Spec> = parts.iter().map(|p| &p.spec).collect();
         let targets: Vec<(&str, &Spec)> = keys
             .iter()
             .map(|k| k.as_str())
-            .zip(parts.iter().map(|p| &p.spec))
+            .zip(specs.iter().copied())
             .collect();
         // Any cost above every maximum is denied alike; this bounds the numbers.
         let cost = parts
@@ -269,19 +294,32 @@ impl<A: Algorithm> Limiter<A> {
             .map(|p| p.spec.clamp_cost(cost))
             .max()
             .unwrap_or(cost);
+        let now = self.now();
         let span = tracing::debug_span!("floodgate.decide", limiter = %inner.name, policies = parts.len(), ?mode, cost);
-        let replies = inner
-            .store
-            .decide_many(&targets, self.now(), cost, mode)
-            .instrument(span)
-            .await?;
+        let decisions: Vec<Decision> = if let Store::Memory(m) = &inner.store {
+            let _span = span.entered();
+            m.decide_many(&targets, memory_now(now), cost, mode)
+                .into_iter()
+                .map(|r| r.decision())
+                .collect()
+        } else {
+            let store = inner.store.decide_many(&targets, now, cost, mode);
+            let call = failure::Call {
+                limiter: &inner.name,
+                specs: &specs,
+                key,
+                cost,
+                mode,
+            };
+            inner.guard.decide(call, store).instrument(span).await?
+        };
         let each: Vec<PolicyDecision> = parts
             .iter()
-            .zip(replies)
-            .map(|(p, r)| PolicyDecision {
+            .zip(decisions)
+            .map(|(p, decision)| PolicyDecision {
                 name: p.policy.clone(),
                 policy: p.spec.policy(),
-                decision: r.decision(),
+                decision,
             })
             .collect();
         let combined = Decision::combine(each.iter().map(|p| p.decision)).ok_or_else(|| {
@@ -291,6 +329,17 @@ impl<A: Algorithm> Limiter<A> {
             .metrics
             .decided(combined.allowed, combined.degraded, started.elapsed());
         Ok(Decisions { combined, each })
+    }
+
+    /// What this limiter does when its store fails.
+    pub fn failure_policy(&self) -> &FailurePolicy {
+        self.inner.guard.policy()
+    }
+
+    /// The state of this limiter's circuit breaker (always
+    /// [`Closed`](CircuitState::Closed) over a memory store).
+    pub fn circuit_state(&self) -> CircuitState {
+        self.inner.guard.circuit_state()
     }
 
     /// The algorithm and its parameters.
@@ -325,6 +374,7 @@ impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
             .field("algorithm", &self.inner.algorithm)
             .field("prefix", &self.inner.prefix)
             .field("store", &self.inner.store)
+            .field("failure", &self.inner.guard)
             .finish()
     }
 }
@@ -337,6 +387,10 @@ pub struct LimiterBuilder<A> {
     prefix: String,
     name: String,
     clock: Option<Arc<dyn Clock>>,
+    timeout: Duration,
+    policy: FailurePolicy,
+    breaker: CircuitBreaker,
+    hook: Option<FailureHook>,
 }
 
 impl<A: Algorithm> LimiterBuilder<A> {
@@ -364,6 +418,42 @@ impl<A: Algorithm> LimiterBuilder<A> {
         self
     }
 
+    /// The longest a decision waits for the store (default 100 ms,
+    /// [`failure::DEFAULT_TIMEOUT`]; at least 1 ms): the whole call,
+    /// connection and script reload included. When it passes, the
+    /// [failure policy](Self::on_store_failure) decides. Not used over a
+    /// memory store. See [`crate::failure`] for why 100 ms.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// What to decide when the store fails or times out (default
+    /// [`FailurePolicy::FailOpen`]). See [`crate::failure`] for how to choose.
+    pub fn on_store_failure(mut self, policy: FailurePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// When to stop calling a failing store, and for how long (default 5
+    /// consecutive failures, 500 ms). [`CircuitBreaker::disabled`] never
+    /// stops calling it.
+    pub fn circuit_breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
+    /// Call `hook` for every decision the store could not make, with what
+    /// the policy decided: the place for metrics. It runs on the request's
+    /// task: keep it short and non-blocking.
+    pub fn failure_hook(
+        mut self,
+        hook: impl Fn(&FailureEvent<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
     /// Check the configuration and build the limiter.
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         validate_names(&self.prefix, &self.name)?;
@@ -374,6 +464,10 @@ impl<A: Algorithm> LimiterBuilder<A> {
                 "Limits needs at least one limit",
             ));
         }
+        if self.timeout < Duration::from_millis(1) {
+            return Err(ConfigError::new("timeout", "must be at least 1 ms"));
+        }
+        self.breaker.validate()?;
         Ok(Limiter {
             inner: Arc::new(Inner {
                 parts: parts.into(),
@@ -383,6 +477,7 @@ impl<A: Algorithm> LimiterBuilder<A> {
                 metrics: Metrics::new(&self.name),
                 name: self.name.into(),
                 clock: self.clock,
+                guard: Guard::new(self.timeout, self.policy, self.breaker, self.hook),
             }),
         })
     }

@@ -47,7 +47,6 @@ fn ops(max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(op, 1..60)
 }
 
-
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -63,7 +62,11 @@ fn cases() -> u32 {
 }
 
 /// Run `ops` through `alg` on both stores and compare every decision.
-fn same_decisions<A: Algorithm>(redis: &RedisServer, alg: A, ops: &[Op]) -> Result<(), TestCaseError> {
+fn same_decisions<A: Algorithm>(
+    redis: &RedisServer,
+    alg: A,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
     static CASE: AtomicU64 = AtomicU64::new(0);
     // Each case gets its own namespace in the shared server.
     let prefix = format!("case{}", CASE.fetch_add(1, Ordering::Relaxed));

@@ -36,7 +36,10 @@ pub use sliding_log::SlidingLog;
 pub use sliding_window::SlidingWindow;
 pub use token_bucket::TokenBucket;
 
-pub(crate) use spec::{parse_replies, script_args, Mode, Reply, Spec, State, LEASE_SCRIPT, SCRIPT};
+pub(crate) use spec::{
+    parse_value, script_cmd, Mode, Reply, Spec, State, LEASE_SCRIPT, LEASE_SOURCE, SCRIPT,
+    SCRIPT_SOURCE,
+};
 pub(crate) use validate::window as validate_window;
 
 /// A rate-limiting algorithm with its parameters: one of the six config

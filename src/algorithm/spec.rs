@@ -98,26 +98,133 @@ impl Mode {
     }
 }
 
-/// The one script: every algorithm, and the loop that decides several keys
-/// all or nothing. One `EVALSHA` per decision, whatever the algorithms.
-pub(crate) static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| {
-    redis::Script::new(concat!(
-        include_str!("../../lua/prelude.lua"),
-        include_str!("../../lua/fixed_window.lua"),
-        include_str!("../../lua/sliding_log.lua"),
-        include_str!("../../lua/sliding_window.lua"),
-        include_str!("../../lua/gcra.lua"),
-        include_str!("../../lua/token_bucket.lua"),
-        include_str!("../../lua/leaky_bucket.lua"),
-        include_str!("../../lua/main.lua"),
-    ))
-});
+/// The source of the one script: every algorithm, and the loop that decides
+/// several keys all or nothing. One `EVALSHA` per decision, whatever the
+/// algorithms.
+pub(crate) const SCRIPT_SOURCE: &str = concat!(
+    include_str!("../../lua/prelude.lua"),
+    include_str!("../../lua/fixed_window.lua"),
+    include_str!("../../lua/sliding_log.lua"),
+    include_str!("../../lua/sliding_window.lua"),
+    include_str!("../../lua/gcra.lua"),
+    include_str!("../../lua/token_bucket.lua"),
+    include_str!("../../lua/leaky_bucket.lua"),
+    include_str!("../../lua/main.lua"),
+);
+
+/// [`SCRIPT_SOURCE`], with its SHA1 for `EVALSHA`.
+pub(crate) static SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(SCRIPT_SOURCE));
 
 /// The concurrency limiter's script (`lua/concurrency.lua`).
-pub(crate) static LEASE_SCRIPT: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(include_str!("../../lua/concurrency.lua")));
+pub(crate) const LEASE_SOURCE: &str = include_str!("../../lua/concurrency.lua");
 
-/// ARGV of a script call deciding `specs` (one per key, in KEYS order).
+/// [`LEASE_SOURCE`], with its SHA1.
+pub(crate) static LEASE_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(LEASE_SOURCE));
+
+/// The script call deciding `targets` (one key and algorithm each, in
+/// order): `EVALSHA <sha>` or `EVAL <source>` (`verb`, `script`), written
+/// straight into one buffer, numbers formatted in place.
+pub(crate) fn script_cmd(
+    verb: &str,
+    script: &str,
+    targets: &[(&str, &Spec)],
+    now: Option<u64>,
+    cost: u64,
+    mode: Mode,
+) -> redis::Cmd {
+    let keys: usize = targets.iter().map(|(k, _)| k.len()).sum();
+    let mut cmd = redis::Cmd::with_capacity(
+        6 + 4 * targets.len(),
+        verb.len() + script.len() + keys + 48 * (1 + targets.len()),
+    );
+    cmd.arg(verb).arg(script).arg(targets.len());
+    for (key, _) in targets {
+        cmd.arg(*key);
+    }
+    match now {
+        Some(now) => cmd.arg(now),
+        None => cmd.arg(""),
+    };
+    cmd.arg(mode.as_str()).arg(cost);
+    for (_, spec) in targets {
+        cmd.arg(spec.tag());
+        // The same strings as `Spec::params` (checked by a test).
+        match **spec {
+            Spec::FixedWindow { limit, window_ms }
+            | Spec::SlidingLog { limit, window_ms }
+            | Spec::SlidingWindow { limit, window_ms } => {
+                cmd.arg(limit).arg(window_ms);
+            }
+            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+                cmd.arg(capacity);
+                arg_f64(&mut cmd, rate);
+            }
+            Spec::Gcra {
+                burst, interval_ms, ..
+            } => {
+                cmd.arg(burst);
+                arg_f64(&mut cmd, interval_ms);
+            }
+        }
+    }
+    cmd
+}
+
+/// `x` as its `Display` form, the shortest string that parses back to the
+/// same double, formatted on the stack.
+fn arg_f64(cmd: &mut redis::Cmd, x: f64) {
+    use std::fmt::Write;
+    struct StackStr {
+        buf: [u8; 64],
+        len: usize,
+    }
+    impl std::fmt::Write for StackStr {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let end = self.len + s.len();
+            self.buf
+                .get_mut(self.len..end)
+                .ok_or(std::fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+    let mut buf = StackStr {
+        buf: [0; 64],
+        len: 0,
+    };
+    if write!(buf, "{x}").is_ok() {
+        cmd.arg(&buf.buf[..buf.len]);
+    } else {
+        cmd.arg(x.to_string());
+    }
+}
+
+/// The replies of a script call deciding `n` keys, read without collecting
+/// them first.
+pub(crate) fn parse_value(v: &redis::Value, n: usize) -> Option<Vec<Reply>> {
+    let redis::Value::Array(items) = v else {
+        return None;
+    };
+    if items.len() != 6 * n {
+        return None;
+    }
+    items
+        .chunks_exact(6)
+        .map(|r| match *r {
+            [redis::Value::Int(allowed), redis::Value::Int(limit), redis::Value::Int(remaining), redis::Value::Int(reset_ms), redis::Value::Int(retry_ms), redis::Value::Int(delay_ms)] => {
+                Some(Reply { allowed: allowed == 1, limit, remaining, reset_ms, retry_ms, delay_ms })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// ARGV of a script call deciding `specs` (one per key, in KEYS order),
+/// as plain strings: the oracle `script_cmd` is tested against.
+#[cfg(test)]
 pub(crate) fn script_args(now: Option<u64>, mode: Mode, cost: u64, specs: &[Spec]) -> Vec<String> {
     let mut args = Vec::with_capacity(3 + 3 * specs.len());
     args.push(now.map(|n| n.to_string()).unwrap_or_default());
@@ -132,7 +239,8 @@ pub(crate) fn script_args(now: Option<u64>, mode: Mode, cost: u64, specs: &[Spec
     args
 }
 
-/// The reply of a script call deciding `n` keys.
+/// The reply of a script call deciding `n` keys, from plain integers.
+#[cfg(test)]
 pub(crate) fn parse_replies(v: &[i64], n: usize) -> Option<Vec<Reply>> {
     if v.len() != 6 * n {
         return None;
@@ -201,6 +309,7 @@ impl Spec {
 
     /// The algorithm's two parameters in the script's ARGV. `f64`'s `Display` is the shortest
     /// string that parses back to the same double, so Lua sees the same value.
+    #[cfg(test)]
     pub(crate) fn params(&self) -> [String; 2] {
         match *self {
             Spec::FixedWindow { limit, window_ms }
@@ -303,5 +412,64 @@ impl Reply {
             delay: d(self.delay_ms),
             degraded: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::sealed::Sealed;
+    use crate::algorithm::*;
+
+    #[test]
+    fn the_command_sends_what_the_string_args_say() {
+        let specs: Vec<Spec> = [
+            FixedWindow::new(10, Duration::from_secs(1)).parts(),
+            SlidingLog::new(1 << 24, Duration::from_millis(1)).parts(),
+            SlidingWindow::new(7, Duration::from_millis(1 << 40)).parts(),
+            TokenBucket::new(10, 0.1).parts(),
+            TokenBucket::new(3, 1e-9).parts(),
+            LeakyBucket::new(1 << 40, 1e15).parts(),
+            Gcra::new(3, Duration::from_millis(1000)).parts(),
+            Gcra::new(1 << 40, Duration::from_millis(1)).parts(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|(_, s)| s)
+        .collect();
+        let keys: Vec<String> = (0..specs.len())
+            .map(|i| format!("rl:x{i}:{{ana}}"))
+            .collect();
+        let targets: Vec<(&str, &Spec)> = keys.iter().map(|k| k.as_str()).zip(&specs).collect();
+        for (now, mode) in [
+            (None, Mode::Check),
+            (Some(1_791_860_000_123), Mode::Peek),
+            (Some(7), Mode::Refund),
+        ] {
+            for n in [1, targets.len()] {
+                let ours = script_cmd("EVALSHA", "sha", &targets[..n], now, 4, mode);
+                let mut theirs = redis::cmd("EVALSHA");
+                theirs.arg("sha").arg(n);
+                for (k, _) in &targets[..n] {
+                    theirs.arg(*k);
+                }
+                for a in script_args(now, mode, 4, &specs[..n]) {
+                    theirs.arg(a);
+                }
+                assert_eq!(ours.get_packed_command(), theirs.get_packed_command());
+            }
+        }
+    }
+
+    #[test]
+    fn replies_parse() {
+        let ints =
+            |v: &[i64]| redis::Value::Array(v.iter().map(|&n| redis::Value::Int(n)).collect());
+        let r = parse_value(&ints(&[1, 10, 9, 100, -1, 0, 0, 5, 0, 30, 30, 0]), 2).unwrap();
+        assert!(r[0].allowed && !r[1].allowed);
+        assert_eq!((r[1].limit, r[1].retry_ms), (5, 30));
+        assert_eq!(parse_replies(&[1, 10, 9, 100, -1, 0], 1).unwrap()[0], r[0]);
+        assert!(parse_value(&ints(&[1, 2, 3]), 1).is_none());
+        assert!(parse_value(&redis::Value::Nil, 1).is_none());
     }
 }

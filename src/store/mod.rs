@@ -1,10 +1,13 @@
-//! Where rate-limit state lives: in this process ([`MemoryStore`]) or in
-//! Redis ([`RedisStore`]). Both make the same decisions.
+//! Where rate-limit state lives: in this process ([`MemoryStore`]), in
+//! Redis ([`RedisStore`]) or in a Redis Cluster ([`RedisClusterStore`]). All
+//! make the same decisions.
 
+mod cluster;
 pub(crate) mod key;
 mod memory;
 mod redis;
 
+pub use self::cluster::RedisClusterStore;
 pub use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
 pub use self::redis::RedisStore;
 
@@ -13,7 +16,7 @@ use std::fmt;
 
 /// A store a [`Limiter`](crate::Limiter) keeps its state in.
 ///
-/// Built from either store with `.into()`; the limiter's API is the same.
+/// Built from any store with `.into()`; the limiter's API is the same.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Store {
@@ -21,6 +24,8 @@ pub enum Store {
     Memory(MemoryStore),
     /// State in Redis.
     Redis(RedisStore),
+    /// State in a Redis Cluster, each key on the shard that owns it.
+    RedisCluster(RedisClusterStore),
 }
 
 impl From<MemoryStore> for Store {
@@ -32,6 +37,12 @@ impl From<MemoryStore> for Store {
 impl From<RedisStore> for Store {
     fn from(s: RedisStore) -> Self {
         Store::Redis(s)
+    }
+}
+
+impl From<RedisClusterStore> for Store {
+    fn from(s: RedisClusterStore) -> Self {
+        Store::RedisCluster(s)
     }
 }
 
@@ -48,12 +59,8 @@ impl Store {
     ) -> Result<Reply, StoreError> {
         match self {
             Store::Memory(m) => Ok(m.decide_one(spec, key, memory_now(now), cost, mode)),
-            Store::Redis(r) => {
-                let mut replies = r.decide(&[(key, spec)], now, cost, mode).await?;
-                replies
-                    .pop()
-                    .ok_or_else(|| StoreError::Protocol("empty reply".into()))
-            }
+            Store::Redis(r) => one(r.decide(&[(key, spec)], now, cost, mode).await?),
+            Store::RedisCluster(c) => one(c.decide(&[(key, spec)], now, cost, mode).await?),
         }
     }
 
@@ -68,6 +75,7 @@ impl Store {
         match self {
             Store::Memory(m) => Ok(m.decide_many(targets, memory_now(now), cost, mode)),
             Store::Redis(r) => r.decide(targets, now, cost, mode).await,
+            Store::RedisCluster(c) => c.decide(targets, now, cost, mode).await,
         }
     }
 }
@@ -86,11 +94,18 @@ impl Store {
         match self {
             Store::Memory(m) => Ok(m.lease(key, memory_now(now), op, id, max, lease_ms)),
             Store::Redis(r) => r.lease(key, now, op, id, max, lease_ms).await,
+            Store::RedisCluster(c) => c.lease(key, now, op, id, max, lease_ms).await,
         }
     }
 }
 
-fn memory_now(now: Option<u64>) -> u64 {
+fn one(mut replies: Vec<Reply>) -> Result<Reply, StoreError> {
+    replies
+        .pop()
+        .ok_or_else(|| StoreError::Protocol("empty reply".into()))
+}
+
+pub(crate) fn memory_now(now: Option<u64>) -> u64 {
     now.unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::SystemClock))
 }
 

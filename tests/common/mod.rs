@@ -5,6 +5,7 @@
 //! `redis-server` fails the test with the way to install it.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod sf;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -175,6 +176,19 @@ pub fn seed4_times() -> Vec<u64> {
         .map(|l| l.parse().expect("fixture time"))
         .collect()
 }
+
+/// floodgate's one script, as `src/algorithm/spec.rs` builds it (the
+/// order is the one `lua/prelude.lua` gives).
+pub const SCRIPT_SOURCE: &str = concat!(
+    include_str!("../../lua/prelude.lua"),
+    include_str!("../../lua/fixed_window.lua"),
+    include_str!("../../lua/sliding_log.lua"),
+    include_str!("../../lua/sliding_window.lua"),
+    include_str!("../../lua/gcra.lua"),
+    include_str!("../../lua/token_bucket.lua"),
+    include_str!("../../lua/leaky_bucket.lua"),
+    include_str!("../../lua/main.lua"),
+);
 
 /// The seed's T0: a window boundary.
 pub const T0: u64 = 1_791_860_000_000;

@@ -1,0 +1,148 @@
+//! Decisions per second through `Limiter::check` on a `RedisClusterStore`,
+//! next to a `RedisStore` on one node, with many concurrent tasks: the
+//! numbers of the Redis Cluster section of `BENCHMARKS.md`.
+//!
+//! It starts nothing: give it the nodes of a running cluster, and optionally
+//! a single Redis to compare with (both are measured in the same run,
+//! interleaved, so both see the same machine).
+//!
+//! ```text
+//! FLOODGATE_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 \
+//! REDIS_URL=redis://127.0.0.1:7100 \
+//!     cargo run --release --example cluster_throughput             # 64 tasks, 3 runs of 3 s
+//! ... cargo run --release --example cluster_throughput -- --tasks 16 --secs 2 --runs 5
+//! ```
+//!
+//! Keys: each task charges its own 16 keys in turn (1024 keys at 64 tasks,
+//! spread over all shards), on a token bucket large enough that almost
+//! everything is admitted. Any store error or timeout aborts the run.
+
+use floodgate::algorithm::TokenBucket;
+use floodgate::failure::{CircuitBreaker, FailurePolicy};
+use floodgate::store::{RedisClusterStore, RedisStore, Store};
+use floodgate::Limiter;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Args {
+    tasks: usize,
+    secs: f64,
+    runs: usize,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        tasks: 64,
+        secs: 3.0,
+        runs: 3,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().expect("a value after the flag");
+        match flag.as_str() {
+            "--tasks" => a.tasks = value().parse().expect("--tasks N"),
+            "--secs" => a.secs = value().parse().expect("--secs S"),
+            "--runs" => a.runs = value().parse().expect("--runs N"),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    a
+}
+
+fn limiter(store: impl Into<Store>) -> Limiter<TokenBucket> {
+    Limiter::builder(store, TokenBucket::new(1 << 30, 1e9))
+        .prefix("floodgate-bench")
+        // Measure the store: errors are fatal, never hidden by a policy.
+        .on_store_failure(FailurePolicy::ReturnError)
+        .timeout(Duration::from_secs(5))
+        .circuit_breaker(CircuitBreaker::disabled())
+        .build()
+        .expect("limiter")
+}
+
+/// `tasks` tasks calling `check` in a loop for `secs`; decisions per second.
+async fn measure(limiter: &Limiter<TokenBucket>, keys: &Arc<Vec<String>>, a: &Args) -> f64 {
+    // Warm up: connections made, scripts loaded on every shard.
+    for k in keys.iter().take(64) {
+        limiter.check(k, 1).await.expect("decision");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..a.tasks)
+        .map(|t| {
+            let (l, k, stop, count) = (limiter.clone(), keys.clone(), stop.clone(), count.clone());
+            tokio::spawn(async move {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    l.check(&k[t * 16 + i % 16], 1).await.expect("decision");
+                    i += 1;
+                }
+                count.fetch_add(i as u64, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs_f64(a.secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.await.expect("task");
+    }
+    count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let nodes: Vec<String> = std::env::var("FLOODGATE_CLUSTER_NODES")
+        .expect("FLOODGATE_CLUSTER_NODES: comma-separated redis:// URLs of cluster nodes")
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let single = std::env::var("REDIS_URL").ok();
+    let cluster = limiter(RedisClusterStore::from_nodes(nodes.clone()).expect("cluster store"));
+    let single = single
+        .as_deref()
+        .map(|url| limiter(RedisStore::from_url(url).expect("redis store")));
+    let keys: Arc<Vec<String>> =
+        Arc::new((0..a.tasks * 16).map(|i| format!("client-{i}")).collect());
+
+    println!(
+        "nproc {}, {} tasks, {} runs of {} s, cluster seeds {}, single {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        a.tasks,
+        a.runs,
+        a.secs,
+        nodes.join(","),
+        std::env::var("REDIS_URL").unwrap_or_else(|_| "-".into()),
+    );
+    let (mut on_cluster, mut on_single) = (Vec::new(), Vec::new());
+    for run in 1..=a.runs {
+        let c = measure(&cluster, &keys, &a).await;
+        on_cluster.push(c);
+        match &single {
+            Some(s) => {
+                let s = measure(s, &keys, &a).await;
+                on_single.push(s);
+                println!("run {run}: cluster {c:>9.0}/s   single node {s:>9.0}/s");
+            }
+            None => println!("run {run}: cluster {c:>9.0}/s"),
+        }
+    }
+    let c = median(on_cluster);
+    if on_single.is_empty() {
+        println!("median: cluster {c:.0}/s");
+    } else {
+        let s = median(on_single);
+        println!(
+            "median: cluster {c:.0}/s, single node {s:.0}/s, ratio {:.2}",
+            c / s
+        );
+    }
+}

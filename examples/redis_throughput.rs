@@ -1,0 +1,274 @@
+//! Decisions per second through `Limiter::check` on a `RedisStore`, with many
+//! concurrent tasks: the number behind the connection strategy in
+//! `BENCHMARKS.md`.
+//!
+//! ```text
+//! cargo run --release --example redis_throughput              # 64 tasks, 3 runs of 3 s
+//! cargo run --release --example redis_throughput -- --tasks 16 --secs 2 --runs 5
+//! cargo run --release --example redis_throughput -- --connections 1
+//! REDIS_URL=redis://127.0.0.1:6380 cargo run --release --example redis_throughput
+//! ```
+//!
+//! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
+//! port (never the system one on 6379) and stops it at the end.
+//!
+//! Every run measures three clients in turn, so all see the same machine:
+//!
+//! - `limiter`: `Limiter::check` over `RedisStore` as the crate ships it;
+//! - `pool.get()`: the former strategy for comparison, one deadpool-redis
+//!   checkout per decision (which pays a `PING` to recycle the connection)
+//!   and the same script through redis-rs' `ScriptInvocation`;
+//! - `raw multiplexed`: the ceiling, one shared redis-rs
+//!   `MultiplexedConnection` sending the bare `EVALSHA`, no limiter.
+//!
+//! Keys: each task charges its own 16 keys in turn (1024 keys at 64 tasks),
+//! on a token bucket large enough that almost everything is admitted.
+
+use floodgate::algorithm::TokenBucket;
+use floodgate::failure::FailurePolicy;
+use floodgate::store::RedisStore;
+use floodgate::Limiter;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Args {
+    tasks: usize,
+    secs: f64,
+    runs: usize,
+    connections: Option<usize>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        tasks: 64,
+        secs: 3.0,
+        runs: 3,
+        connections: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().expect("a value after the flag");
+        match flag.as_str() {
+            "--tasks" => a.tasks = value().parse().expect("--tasks N"),
+            "--secs" => a.secs = value().parse().expect("--secs S"),
+            "--runs" => a.runs = value().parse().expect("--runs N"),
+            "--connections" => a.connections = Some(value().parse().expect("--connections N")),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    a
+}
+
+/// A `redis-server` child on a free port, killed on drop.
+struct Server {
+    child: Child,
+    dir: std::path::PathBuf,
+    url: String,
+}
+
+impl Server {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir = std::env::temp_dir().join(format!("floodgate-bench-{port}"));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH (apt-get install redis-server)");
+        let url = format!("redis://127.0.0.1:{port}");
+        let client = redis::Client::open(url.as_str()).expect("url");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while client
+            .get_connection()
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "redis-server not ready");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Self { child, dir, url }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `tasks` tasks calling `one(task, i)` in a loop for `secs`; returns
+/// decisions per second.
+async fn measure<F, Fut>(tasks: usize, secs: f64, one: F) -> f64
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let one = Arc::new(one);
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    // Warm up: connections made, scripts loaded.
+    for t in 0..tasks.min(8) {
+        one(t, 0).await;
+    }
+    let start = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let (one, stop, count) = (one.clone(), stop.clone(), count.clone());
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    one(t, i).await;
+                    i += 1;
+                }
+                count.fetch_add(i, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.await.expect("task");
+    }
+    count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let server = std::env::var("REDIS_URL").is_err().then(Server::start);
+    let url = std::env::var("REDIS_URL")
+        .ok()
+        .or_else(|| server.as_ref().map(|s| s.url.clone()))
+        .expect("a url");
+
+    let mut store = RedisStore::from_url(&url).expect("store");
+    if let Some(n) = a.connections {
+        store = store.connections(n);
+    }
+    // Only decisions made by Redis count: a failure is an error (and ends
+    // the run), never a fail-open decision.
+    let limiter = Limiter::builder(store, TokenBucket::new(1 << 30, 1e9))
+        .prefix("floodgate-bench")
+        .timeout(Duration::from_secs(5))
+        .on_store_failure(FailurePolicy::ReturnError)
+        .build()
+        .expect("limiter");
+    let keys: Arc<Vec<String>> = Arc::new(
+        (0..a.tasks * 16)
+            .map(|i| format!("client-{i}"))
+            .collect::<Vec<_>>(),
+    );
+
+    // The former strategy: a checkout per decision, the script through
+    // ScriptInvocation (which loads it on NOSCRIPT).
+    let pool = deadpool_redis::Config::from_url(url.as_str())
+        .create_pool(Some(deadpool_redis::Runtime::Tokio1))
+        .expect("pool");
+    let script = Arc::new(redis::Script::new(concat!(
+        include_str!("../lua/prelude.lua"),
+        include_str!("../lua/token_bucket.lua")
+    )));
+
+    println!(
+        "nproc {}, {} tasks, {} runs of {} s, redis {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        a.tasks,
+        a.runs,
+        a.secs,
+        url
+    );
+    // The ceiling: one shared multiplexed connection, the bare EVALSHA.
+    let shared = redis::Client::open(url.as_str())
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connection");
+    let _: String = script
+        .prepare_invoke()
+        .load_async(&mut shared.clone())
+        .await
+        .expect("script load");
+    let (mut ours, mut former, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 1..=a.runs {
+        let (l, k) = (limiter.clone(), keys.clone());
+        let r1 = measure(a.tasks, a.secs, move |t, i| {
+            let (l, k) = (l.clone(), k.clone());
+            async move {
+                let key = &k[t * 16 + (i % 16) as usize];
+                let d = l.check(key, 1).await.expect("a decision by redis");
+                assert!(!d.degraded);
+            }
+        })
+        .await;
+        let (p, s, k) = (pool.clone(), script.clone(), keys.clone());
+        let r2 = measure(a.tasks, a.secs, move |t, i| {
+            let (p, s, k) = (p.clone(), s.clone(), k.clone());
+            async move {
+                let key = format!("floodgate-bench:former:{}", k[t * 16 + (i % 16) as usize]);
+                let mut conn = p.get().await.expect("pool");
+                let _: Vec<i64> = s
+                    .key(key)
+                    .arg("")
+                    .arg(1)
+                    .arg("0")
+                    .arg((1u64 << 30).to_string())
+                    .arg(1e9.to_string())
+                    .invoke_async(&mut conn)
+                    .await
+                    .expect("script");
+            }
+        })
+        .await;
+        let (c, k, hash) = (shared.clone(), keys.clone(), script.get_hash().to_owned());
+        let r3 = measure(a.tasks, a.secs, move |t, i| {
+            let (mut c, k, hash) = (c.clone(), k.clone(), hash.clone());
+            async move {
+                let key = format!("floodgate-bench:raw:{}", k[t * 16 + (i % 16) as usize]);
+                let _: Vec<i64> = redis::cmd("EVALSHA")
+                    .arg(hash)
+                    .arg(1)
+                    .arg(key)
+                    .arg("")
+                    .arg(1)
+                    .arg("0")
+                    .arg(1u64 << 30)
+                    .arg("1000000000")
+                    .query_async(&mut c)
+                    .await
+                    .expect("script");
+            }
+        })
+        .await;
+        println!(
+            "run {run}: limiter {r1:>7.0}/s   pool.get() per call {r2:>7.0}/s   raw multiplexed {r3:>7.0}/s"
+        );
+        ours.push(r1);
+        former.push(r2);
+        raw.push(r3);
+    }
+    let (m1, m2, m3) = (median(ours), median(former), median(raw));
+    println!(
+        "median: limiter {m1:.0}/s, pool.get() per call {m2:.0}/s, raw multiplexed {m3:.0}/s; \
+         limiter / pool.get() {:.2}, limiter / raw {:.2}",
+        m1 / m2,
+        m1 / m3
+    );
+}

@@ -1,0 +1,666 @@
+//! `RedisClusterStore` against a real Redis Cluster (3 primaries, one
+//! replica each, started by `common::cluster`): the same decisions as on one
+//! Redis and in memory, keys spread over all shards, scripts reloaded after
+//! `SCRIPT FLUSH`, and the limit held through a failover and a resharding.
+//!
+//! `PROPTEST_CASES` sets the property cases per algorithm (default 100).
+
+mod common;
+
+use common::cluster::{key_slot, RedisCluster};
+use common::{seed4_times, T0};
+use floodgate::algorithm::*;
+use floodgate::clock::ManualClock;
+use floodgate::failure::{CircuitBreaker, FailurePolicy};
+use floodgate::store::{MemoryStore, RedisClusterStore, Store};
+use floodgate::{Limiter, LimiterBuilder};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn store(cluster: &RedisCluster) -> RedisClusterStore {
+    RedisClusterStore::from_nodes(cluster.urls()).unwrap()
+}
+
+/// Store errors reach the caller, after a timeout long enough for a loaded
+/// 2-core machine: these tests are about the store's decisions, not about
+/// failure policies.
+fn strict<A: Algorithm>(builder: LimiterBuilder<A>) -> LimiterBuilder<A> {
+    builder
+        .on_store_failure(FailurePolicy::ReturnError)
+        .timeout(Duration::from_secs(5))
+        .circuit_breaker(CircuitBreaker::disabled())
+}
+
+/// A fresh namespace for every limiter on a shared cluster.
+fn prefix(what: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{what}{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+// ---------------------------------------------------------------------------
+// The seed tables: the same expectations as tests/seed_tables.rs.
+
+async fn admitted<A: Algorithm>(store: Store, alg: A, times: &[u64]) -> Vec<bool> {
+    let clock = ManualClock::new(times[0]);
+    let limiter = strict(Limiter::builder(store, alg))
+        .prefix(prefix("seed"))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mut out = Vec::with_capacity(times.len());
+    for &t in times {
+        clock.set(t);
+        out.push(limiter.check("ana", 1).await.unwrap().allowed);
+    }
+    out
+}
+
+async fn all(store: Store, times: &[u64]) -> Vec<(&'static str, Vec<bool>)> {
+    vec![
+        (
+            "fixed window",
+            admitted(store.clone(), FixedWindow::new(10, SEC), times).await,
+        ),
+        (
+            "sliding log",
+            admitted(store.clone(), SlidingLog::new(10, SEC), times).await,
+        ),
+        (
+            "sliding counter",
+            admitted(store.clone(), SlidingWindow::new(10, SEC), times).await,
+        ),
+        (
+            "token bucket",
+            admitted(store.clone(), TokenBucket::new(10, 10.0), times).await,
+        ),
+        (
+            "leaky bucket",
+            admitted(store.clone(), LeakyBucket::new(10, 10.0), times).await,
+        ),
+        ("gcra", admitted(store, Gcra::new(10, SEC), times).await),
+    ]
+}
+
+fn worst_1s(times: &[u64], admitted: &[bool]) -> usize {
+    let acc: Vec<u64> = times
+        .iter()
+        .zip(admitted)
+        .filter(|(_, a)| **a)
+        .map(|(t, _)| *t)
+        .collect();
+    (T0..T0 + 9000)
+        .step_by(5)
+        .map(|s| acc.iter().filter(|&&t| s <= t && t < s + 1000).count())
+        .max()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn boundary_burst_on_cluster() {
+    let cluster = RedisCluster::shared();
+    let times: Vec<u64> = [T0 + 990; 15].into_iter().chain([T0 + 1010; 15]).collect();
+    let got: Vec<(&str, usize, usize)> = all(store(&cluster).into(), &times)
+        .await
+        .into_iter()
+        .map(|(n, a)| {
+            (
+                n,
+                a[..15].iter().filter(|x| **x).count(),
+                a[15..].iter().filter(|x| **x).count(),
+            )
+        })
+        .collect();
+    let want = vec![
+        ("fixed window", 10, 10),
+        ("sliding log", 10, 0),
+        ("sliding counter", 10, 1),
+        ("token bucket", 10, 0),
+        ("leaky bucket", 10, 0),
+        ("gcra", 10, 0),
+    ];
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn steady_overload_on_cluster() {
+    let cluster = RedisCluster::shared();
+    let times = seed4_times();
+    assert_eq!(times.len(), 200);
+    let got: Vec<(&str, usize, usize)> = all(store(&cluster).into(), &times)
+        .await
+        .into_iter()
+        .map(|(n, a)| (n, a.iter().filter(|x| **x).count(), worst_1s(&times, &a)))
+        .collect();
+    let want = vec![
+        ("fixed window", 100, 17),
+        ("sliding log", 93, 10),
+        ("sliding counter", 99, 12),
+        ("token bucket", 108, 19),
+        ("leaky bucket", 108, 19),
+        ("gcra", 108, 19),
+    ];
+    assert_eq!(got, want);
+}
+
+// ---------------------------------------------------------------------------
+// Twins: the script on the cluster and the Rust twin agree on every field.
+// Traffic as in tests/twins.rs, over 8 keys so that a case spans shards.
+
+#[derive(Debug, Clone)]
+struct Op {
+    key: u8,
+    step_ms: u64,
+    cost: u64,
+    peek: bool,
+}
+
+fn ops(max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
+    let step = prop_oneof![
+        3 => Just(0u64),
+        4 => 1..50u64,
+        3 => 1..=max_step,
+    ];
+    let op = (0..8u8, step, 0..=max_cost + 2, prop::bool::weighted(0.1)).prop_map(
+        |(key, step_ms, cost, peek)| Op {
+            key,
+            step_ms,
+            cost,
+            peek,
+        },
+    );
+    prop::collection::vec(op, 1..60)
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
+
+/// Runs every case on one runtime and one store (the store's connection
+/// lives on the runtime that made it).
+fn run<A: Algorithm, S: Strategy<Value = (A, Vec<Op>)>>(strategy: S) {
+    let cluster = RedisCluster::shared();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = store(&cluster);
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(alg, ops)| {
+            let prefix = prefix("twin");
+            let clock = ManualClock::new(1_700_000_000_000);
+            let on_cluster = strict(Limiter::builder(store.clone(), alg.clone()))
+                .prefix(&prefix)
+                .clock(clock.clone())
+                .build()
+                .unwrap();
+            let in_memory = Limiter::builder(MemoryStore::new(), alg)
+                .prefix(&prefix)
+                .clock(clock.clone())
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                for (i, op) in ops.iter().enumerate() {
+                    clock.advance(Duration::from_millis(op.step_ms));
+                    let key = format!("k{}", op.key);
+                    let (c, m) = if op.peek {
+                        (
+                            on_cluster.peek(&key).await.unwrap(),
+                            in_memory.peek(&key).await.unwrap(),
+                        )
+                    } else {
+                        (
+                            on_cluster.check(&key, op.cost).await.unwrap(),
+                            in_memory.check(&key, op.cost).await.unwrap(),
+                        )
+                    };
+                    prop_assert_eq!(c, m, "op {} of {:?}", i, ops);
+                }
+                Ok(())
+            })
+        })
+        .unwrap();
+}
+
+fn window() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(1000u64), 1..50u64, 50..5000u64]
+}
+
+fn rate() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(10.0),
+        Just(1.0 / 3.0),
+        0.5..200.0f64,
+        (1..100u32).prop_map(|n| n as f64 / 7.0)
+    ]
+}
+
+#[test]
+fn twins_fixed_window_on_cluster() {
+    run((1..20u64, window()).prop_flat_map(|(l, w)| {
+        (
+            Just(FixedWindow::new(l, Duration::from_millis(w))),
+            ops(l, 3 * w),
+        )
+    }));
+}
+
+#[test]
+fn twins_sliding_log_on_cluster() {
+    run((1..20u64, window()).prop_flat_map(|(l, w)| {
+        (
+            Just(SlidingLog::new(l, Duration::from_millis(w))),
+            ops(l, 3 * w),
+        )
+    }));
+}
+
+#[test]
+fn twins_sliding_window_on_cluster() {
+    run((1..20u64, window()).prop_flat_map(|(l, w)| {
+        (
+            Just(SlidingWindow::new(l, Duration::from_millis(w))),
+            ops(l, 3 * w),
+        )
+    }));
+}
+
+#[test]
+fn twins_token_bucket_on_cluster() {
+    run((1..20u64, rate()).prop_flat_map(|(c, r)| {
+        let full = (c as f64 / r * 1000.0) as u64 + 1;
+        (Just(TokenBucket::new(c, r)), ops(c, full.min(60_000)))
+    }));
+}
+
+#[test]
+fn twins_leaky_bucket_on_cluster() {
+    run((1..20u64, rate()).prop_flat_map(|(c, r)| {
+        let full = (c as f64 / r * 1000.0) as u64 + 1;
+        (Just(LeakyBucket::new(c, r)), ops(c, full.min(60_000)))
+    }));
+}
+
+#[test]
+fn twins_gcra_on_cluster() {
+    run((1..20u64, window(), 1..25u64).prop_flat_map(|(l, p, b)| {
+        (
+            Just(Gcra::new(l, Duration::from_millis(p)).burst(b)),
+            ops(b, 2 * p),
+        )
+    }));
+}
+
+// ---------------------------------------------------------------------------
+// Spread and scripts.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_clients_spread_over_all_primaries() {
+    let cluster = RedisCluster::shared();
+    let prefix = prefix("spread");
+    // Keys that outlive the test (a token bucket's would expire once full).
+    let limiter = strict(Limiter::builder(store(&cluster), frozen()))
+        .prefix(&prefix)
+        .clock(ManualClock::new(T0))
+        .build()
+        .unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|t| {
+            let limiter = limiter.clone();
+            tokio::spawn(async move {
+                for i in (t..10_000).step_by(16) {
+                    assert!(
+                        limiter
+                            .check(&format!("user-{i}"), 1)
+                            .await
+                            .unwrap()
+                            .allowed
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let per_node = cluster.keys_per_primary(&format!("{prefix}:*"));
+    eprintln!("keys per primary: {per_node:?}");
+    assert_eq!(per_node.len(), 3, "{per_node:?}");
+    assert_eq!(per_node.iter().map(|(_, n)| n).sum::<u64>(), 10_000);
+    let min = per_node.iter().map(|(_, n)| *n).min().unwrap();
+    let max = per_node.iter().map(|(_, n)| *n).max().unwrap();
+    assert!(max <= 2 * min, "uneven spread: {per_node:?}");
+}
+
+#[tokio::test]
+async fn scripts_come_back_after_a_flush_on_every_node() {
+    // Its own cluster, without replicas: every test runs the same script, so
+    // on the shared one another test could reload it right after the flush.
+    let cluster = RedisCluster::start_with(3, 0);
+    let prefix = prefix("noscript");
+    let limiter = strict(Limiter::builder(store(&cluster), Gcra::new(5, SEC)))
+        .prefix(&prefix)
+        .clock(ManualClock::new(T0))
+        .build()
+        .unwrap();
+    // Keys on every primary.
+    let keys: Vec<String> = (0..60).map(|i| format!("c{i}")).collect();
+    for k in &keys {
+        assert_eq!(limiter.check(k, 2).await.unwrap().remaining, 3);
+    }
+    let before = cluster.errors("NOSCRIPT");
+    cluster.flush_scripts();
+    let sha = redis::Script::new(common::SCRIPT_SOURCE)
+        .get_hash()
+        .to_string();
+    assert!(cluster.script_on_primaries(&sha).iter().all(|(_, e)| !e));
+    // The state survived, only the scripts are gone: every decision is
+    // still right, on every shard.
+    for k in &keys {
+        assert_eq!(limiter.check(k, 2).await.unwrap().remaining, 1);
+    }
+    assert!(cluster.errors("NOSCRIPT") > before, "no NOSCRIPT was seen");
+    let loaded = cluster.script_on_primaries(&sha);
+    assert!(
+        loaded.iter().all(|(_, e)| *e),
+        "not loaded everywhere: {loaded:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_is_an_error_at_once() {
+    let port = common::free_port();
+    let store = RedisClusterStore::from_url(&format!("redis://127.0.0.1:{port}")).unwrap();
+    let limiter = strict(Limiter::builder(store, frozen())).build().unwrap();
+    let t = Instant::now();
+    let e = limiter.check("ana", 1).await.unwrap_err();
+    assert!(e.to_string().contains("cannot connect"), "{e}");
+    // Within 100 ms of a failed attempt, calls fail without a new one.
+    let again = Instant::now();
+    limiter.check("ana", 1).await.unwrap_err();
+    assert!(again.elapsed() < Duration::from_millis(50));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+// ---------------------------------------------------------------------------
+// Failover and resharding under load.
+
+/// Per-key admissions counted by the callers, and the outcome of every call.
+struct Load {
+    keys: Vec<String>,
+    admitted: Vec<AtomicU64>,
+    calls: AtomicU64,
+    degraded: AtomicU64,
+    errors: AtomicU64,
+    /// The first few errors, to show.
+    seen: std::sync::Mutex<Vec<String>>,
+    stop: AtomicBool,
+}
+
+/// Counters at one moment.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    calls: u64,
+    degraded: u64,
+    errors: u64,
+}
+
+impl Load {
+    fn new(keys: Vec<String>) -> Arc<Self> {
+        Arc::new(Self {
+            admitted: keys.iter().map(|_| AtomicU64::new(0)).collect(),
+            keys,
+            calls: AtomicU64::new(0),
+            degraded: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            seen: Default::default(),
+            stop: AtomicBool::new(false),
+        })
+    }
+
+    /// `tasks` tasks calling `check(key, 1)` over all keys until `stop`.
+    fn spawn<A: Algorithm>(
+        self: &Arc<Self>,
+        limiter: &Limiter<A>,
+        tasks: usize,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        (0..tasks)
+            .map(|t| {
+                let (load, limiter) = (self.clone(), limiter.clone());
+                tokio::spawn(async move {
+                    let mut i = t;
+                    while !load.stop.load(Ordering::Relaxed) {
+                        let k = i % load.keys.len();
+                        i += 7;
+                        load.calls.fetch_add(1, Ordering::Relaxed);
+                        match limiter.check(&load.keys[k], 1).await {
+                            Ok(d) => {
+                                if d.allowed {
+                                    load.admitted[k].fetch_add(1, Ordering::Relaxed);
+                                }
+                                if d.degraded {
+                                    load.degraded.fetch_add(1, Ordering::Relaxed);
+                                    tokio::time::sleep(Duration::from_millis(2)).await;
+                                }
+                            }
+                            Err(e) => {
+                                load.errors.fetch_add(1, Ordering::Relaxed);
+                                load.note(e.to_string());
+                                tokio::time::sleep(Duration::from_millis(2)).await;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect()
+    }
+
+    fn note(&self, error: String) {
+        let mut seen = self.seen.lock().unwrap();
+        if seen.len() < 5 {
+            seen.push(error);
+        }
+    }
+
+    fn counts(&self) -> Counts {
+        Counts {
+            calls: self.calls.load(Ordering::Relaxed),
+            degraded: self.degraded.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stop the tasks and wait for them: a panic in one fails the test.
+    async fn stop(&self, tasks: Vec<tokio::task::JoinHandle<()>>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in tasks {
+            t.await.expect("a load task panicked");
+        }
+    }
+
+    /// Admissions per key, by key.
+    fn admitted(&self) -> Vec<(&str, u64)> {
+        self.keys
+            .iter()
+            .zip(&self.admitted)
+            .map(|(k, n)| (k.as_str(), n.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// Every key admitted at most `LIMIT`, and the store charged at least
+    /// what the callers saw admitted (it may have charged more: a call that
+    /// failed after its script ran, or one that ran twice). Returns how many
+    /// keys are full and how many were charged more than admitted.
+    async fn check_against(&self, store: RedisClusterStore, prefix: &str) -> (usize, usize) {
+        let truth = strict(Limiter::builder(store, frozen()))
+            .prefix(prefix)
+            .clock(ManualClock::new(T0))
+            .build()
+            .unwrap();
+        let (mut full, mut charged_more) = (0, 0);
+        for (k, n) in self.admitted() {
+            assert!(n <= LIMIT, "{k}: {n} admitted, the limit is {LIMIT}");
+            let d = truth.check(k, 0).await.expect("a decision");
+            assert!(
+                d.remaining <= LIMIT - n,
+                "{k}: admissions forgotten: {n} admitted, {d:?}"
+            );
+            full += usize::from(n == LIMIT);
+            charged_more += usize::from(d.remaining < LIMIT - n);
+        }
+        (full, charged_more)
+    }
+}
+
+/// A limit that refills cannot reach during a test: a fixed window of an
+/// hour on a stopped clock.
+const LIMIT: u64 = 30;
+
+fn frozen() -> FixedWindow {
+    FixedWindow::new(LIMIT, Duration::from_secs(3600))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_load_failover_keeps_the_limit_and_resumes_by_itself() {
+    let t0 = Instant::now();
+    let mut cluster = RedisCluster::start();
+    // What production would run: the default timeout (100 ms) and circuit
+    // breaker; fail closed, so that even degraded decisions admit nothing.
+    let limiter = Limiter::builder(store(&cluster), frozen())
+        .prefix("failover")
+        .clock(ManualClock::new(T0))
+        .on_store_failure(FailurePolicy::FailClosed)
+        .build()
+        .unwrap();
+    let victim = cluster.primaries()[0];
+    let keys: Vec<String> = (0..300).map(|i| format!("client-{i}")).collect();
+    let owners = cluster.owners();
+    let on_victim = keys
+        .iter()
+        .filter(|k| owners[key_slot(k) as usize] == victim)
+        .count();
+    assert!(on_victim > 50, "{on_victim} keys on the victim");
+
+    let load = Load::new(keys);
+    let tasks = load.spawn(&limiter, 16);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let before = load.counts();
+
+    let killed_at = Instant::now();
+    tokio::task::block_in_place(|| cluster.kill(victim));
+    let promoted = tokio::task::block_in_place(|| cluster.wait_for_failover(victim));
+    let failover = killed_at.elapsed();
+    let promoted_at = load.counts();
+    // Limiting resumes by itself: give the circuit breaker its cool-down,
+    // then watch one more second.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let resumed = load.counts();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    load.stop(tasks).await;
+    let end = load.counts();
+    let late = (end.calls - resumed.calls, end.degraded - resumed.degraded);
+    eprintln!(
+        "failover {victim} -> {promoted} in {failover:?}; before the kill {before:?}, \
+         when promoted {promoted_at:?}, at the end {end:?}; last second: {} degraded of {}",
+        late.1, late.0
+    );
+    assert_eq!(end.errors, 0, "errors: {:?}", load.seen.lock().unwrap());
+    assert_eq!(before.degraded, 0, "degraded before the kill");
+    assert!(
+        promoted_at.degraded > 0,
+        "the outage was not seen: nothing degraded"
+    );
+    assert!(late.0 > 100, "too little traffic after the failover");
+    assert_eq!(late.1, 0, "still degraded a second after the failover");
+
+    let (full, charged_more) = load.check_against(store(&cluster), "failover").await;
+    eprintln!(
+        "failover test: {full} of {} keys full, {charged_more} charged more than admitted, {:?}",
+        load.keys.len(),
+        t0.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_load_resharding_loses_nothing() {
+    let t0 = Instant::now();
+    let cluster = RedisCluster::start();
+    // Errors reach the caller: the store must never produce one.
+    let limiter = strict(Limiter::builder(store(&cluster), frozen()))
+        .prefix("reshard")
+        .clock(ManualClock::new(T0))
+        .build()
+        .unwrap();
+    let primaries = cluster.primaries();
+    let (from, to) = (primaries[0], primaries[1]);
+    // Clients on the first 40 slots of `from` that hold one, so that every
+    // moved slot has keys to migrate while they are charged.
+    let owners = cluster.owners();
+    let mut keys = Vec::new();
+    let mut slots = Vec::new();
+    for i in 0.. {
+        let k = format!("user-{i}");
+        let slot = key_slot(&k);
+        if owners[slot as usize] != from {
+            continue;
+        }
+        if !slots.contains(&slot) {
+            if slots.len() == 40 {
+                continue;
+            }
+            slots.push(slot);
+        }
+        keys.push(k);
+        if keys.len() >= 200 && slots.len() == 40 {
+            break;
+        }
+    }
+    let (moved_before, ask_before) = (cluster.errors("MOVED"), cluster.errors("ASK"));
+
+    let load = Load::new(keys);
+    let tasks = load.spawn(&limiter, 16);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // There and back again, then 50 more slots by redis-cli, with traffic
+    // throughout.
+    tokio::task::block_in_place(|| {
+        cluster.migrate_slots(slots.iter().copied(), to, Duration::from_millis(20));
+        cluster.migrate_slots(slots.iter().copied(), from, Duration::from_millis(20));
+        cluster.reshard(from, to, 50);
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    load.stop(tasks).await;
+    let end = load.counts();
+    let (moved, ask) = (
+        cluster.errors("MOVED") - moved_before,
+        cluster.errors("ASK") - ask_before,
+    );
+    eprintln!("resharding: {end:?}, {moved} MOVED, {ask} ASK");
+    assert!(
+        moved > 0 && ask > 0,
+        "the resharding was not seen by the client"
+    );
+    assert_eq!(
+        (end.errors, end.degraded),
+        (0, 0),
+        "errors reached the caller: {:?}",
+        load.seen.lock().unwrap()
+    );
+    let (full, charged_more) = load.check_against(store(&cluster), "reshard").await;
+    eprintln!(
+        "resharding test: {full} of {} keys full, {charged_more} charged more than admitted, {:?}",
+        load.keys.len(),
+        t0.elapsed()
+    );
+}
