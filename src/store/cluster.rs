@@ -297,7 +297,7 @@ impl RedisClusterStore {
         cmd: impl Fn(&str, &str) -> Cmd,
     ) -> Result<Value, StoreError> {
         let mut conn = self.connection().await?;
-        match query(&mut conn, &cmd("EVALSHA", &script.get_hash())).await {
+        match query(&mut conn, &cmd("EVALSHA", script.get_hash())).await {
             Ok(v) => Ok(v),
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 query(&mut conn, &cmd("EVAL", source))

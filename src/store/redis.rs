@@ -203,7 +203,7 @@ impl RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Vec<Reply>, StoreError> {
-        let cmd = script_cmd("EVALSHA", &SCRIPT.get_hash(), targets, now, cost, mode);
+        let cmd = script_cmd("EVALSHA", SCRIPT.get_hash(), targets, now, cost, mode);
         let v = self.call(&SCRIPT, &cmd).await?;
         parse_value(&v, targets.len())
             .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
@@ -221,7 +221,7 @@ impl RedisStore {
     ) -> Result<[i64; 4], StoreError> {
         let cmd = lease_cmd(
             "EVALSHA",
-            &LEASE_SCRIPT.get_hash(),
+            LEASE_SCRIPT.get_hash(),
             key,
             now,
             op,
