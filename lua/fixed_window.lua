@@ -17,7 +17,7 @@ ALG.fw = function(key, limit, window, refund)
     local left = math.max(0, count - cost)
     return reply(true, limit, limit - left, reset_if_used(left), nil, 0), left ~= count and store(left) or nil
   end
-  if count + cost > limit then
+  if cost > 0 and count + cost > limit then
     local retry = nil
     if cost <= limit then retry = reset end
     return reply(false, limit, limit - count, reset_if_used(count), retry, 0), nil

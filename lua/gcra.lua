@@ -1,31 +1,42 @@
 -- The virtual schedule shared by GCRA, the token bucket and the leaky
--- bucket. State: one time, the theoretical arrival time (TAT): when the
--- bucket is full again (the queue empty). One unit of cost takes `interval`
--- ms; `burst` units fit at once from rest (tau = burst * interval).
+-- bucket. One unit of cost takes `interval` ms; `burst` units fit at once
+-- from rest (tau = burst * interval). State: the backlog (ms of work not yet
+-- drained: the time until the bucket is full, or the queue empty, again)
+-- and when it was written. Keeping the backlog rather than an absolute time
+-- keeps the numbers small, so fractions of a ms stay exact at any clock.
 -- `queue` reports the leaky bucket's delay: the time until what is ahead of
 -- an admitted request has drained.
+-- EPS: a ns of float rounding never costs a request.
+local EPS = 1e-6
 local function virtual_schedule(key, burst, interval, refund, queue)
   local tau = burst * interval
-  local tat = tonumber(redis.call('GET', key) or now)
-  if tat < now then tat = now end
-  local function remaining(t) return math.floor((tau - (t - now)) / interval) end
-  local function store(t)
-    return function() redis.call('SET', key, num(t), 'PX', math.ceil(t - now) + SLACK) end
+  local backlog, ts = 0, now
+  local v = redis.call('GET', key)
+  if v then
+    local s = fields(v)
+    backlog, ts = s[1], s[2]
+  end
+  local elapsed = now - ts
+  if elapsed < 0 then elapsed = 0 end
+  backlog = math.max(0, backlog - elapsed)
+  if ts < now then ts = now end
+  local function remaining(b) return math.floor((tau - b + EPS) / interval) end
+  local function store(b)
+    return function() redis.call('SET', key, num(b) .. ':' .. num(ts), 'PX', math.ceil(b) + SLACK) end
   end
   if refund then
-    local t = math.max(now, tat - cost * interval)
-    return reply(true, burst, remaining(t), t - now, nil, 0), t ~= tat and store(t) or nil
+    local b = math.max(0, backlog - cost * interval)
+    return reply(true, burst, remaining(b), b, nil, 0), b ~= backlog and store(b) or nil
   end
-  local new_tat = tat + cost * interval
-  local allow_at = new_tat - tau
-  if allow_at > now then
+  local after = backlog + cost * interval
+  if cost > 0 and after - tau > EPS then
     local retry = nil
-    if cost <= burst then retry = allow_at - now end
-    return reply(false, burst, remaining(tat), tat - now, retry, 0), nil
+    if cost <= burst then retry = after - tau end
+    return reply(false, burst, remaining(backlog), backlog, retry, 0), nil
   end
   local delay = 0
-  if queue then delay = tat - now end
-  return reply(true, burst, remaining(new_tat), new_tat - now, nil, delay), cost > 0 and store(new_tat) or nil
+  if queue then delay = backlog end
+  return reply(true, burst, remaining(after), after, nil, delay), cost > 0 and store(after) or nil
 end
 
 -- GCRA (generic cell rate algorithm), as go-redis/redis_rate and governor:

@@ -1,7 +1,7 @@
 -- Leaky bucket as a queue (nginx limit_req without nodelay): the queue
 -- drains at `rate` per second; an admitted request waits until what is
 -- ahead of it has drained (its delay); a request is rejected when the queue
--- has no room for its cost. State: the time the queue is empty again.
+-- has no room for its cost. State: the time until the queue is empty.
 ALG.lb = function(key, cap, rate, refund)
   return virtual_schedule(key, cap, 1000 / rate, refund, true)
 end

@@ -20,7 +20,7 @@ ALG.sl = function(key, limit, window, refund)
     if n > 0 then commit = function() redis.call('ZREMRANGEBYRANK', key, -n, -1) end end
     return reply(true, limit, limit - (count - n), reset, nil, 0), commit
   end
-  if count + cost > limit then
+  if cost > 0 and count + cost > limit then
     local retry, reset = nil, 0
     if count > 0 then reset = newest_reset() end
     if cost <= limit then

@@ -47,7 +47,7 @@ ALG.sw = function(key, limit, window, refund)
     return e
   end
   local u = used(prev, cur, elapsed)
-  if u + cost > limit then
+  if cost > 0 and u + cost > limit then
     local retry = nil
     if cost <= limit then
       if cur + cost <= limit then

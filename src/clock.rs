@@ -19,6 +19,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The latest time a decision uses: 2^48 ms, the year 10889. A clock
+/// reading later than this (only a manual clock can) is taken as this, so
+/// every number the scripts compute stays below 2^53, where doubles are
+/// exact, and limits keep holding.
+pub const MAX_TIME_MS: u64 = 1 << 48;
+
+/// `ms`, no later than [`MAX_TIME_MS`].
+pub(crate) fn bounded(ms: u64) -> u64 {
+    ms.min(MAX_TIME_MS)
+}
+
 /// A source of time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {
     /// The current time, in ms since the Unix epoch.

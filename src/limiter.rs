@@ -222,7 +222,10 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     fn now(&self) -> Option<u64> {
-        self.inner.clock.as_ref().map(|c| c.now_ms())
+        self.inner
+            .clock
+            .as_ref()
+            .map(|c| crate::clock::bounded(c.now_ms()))
     }
 
     /// The combined decision; the fast path for a single policy.

@@ -76,7 +76,7 @@ pub(super) fn decide(
             w,
         );
     }
-    if count + cost > limit {
+    if cost > 0.0 && count + cost > limit {
         let retry = (cost <= limit).then_some(reset);
         return (
             reply(

@@ -65,6 +65,9 @@ impl Gcra {
     }
 }
 
+/// A ns: float rounding below it never costs a request (`EPS` in the script).
+const EPS: f64 = 1e-6;
+
 /// Twin of `virtual_schedule` in `lua/gcra.lua`: the core shared by GCRA,
 /// the token bucket and the leaky bucket. `queue` reports the leaky
 /// bucket's delay.
@@ -77,36 +80,33 @@ pub(super) fn virtual_schedule(
     queue: bool,
 ) -> (Reply, Write) {
     let tau = burst * interval;
-    let tat = match *state {
-        Some(State::Tat(t)) => t,
-        _ => now,
-    }
-    .max(now);
-    let remaining = |t: f64| ((tau - (t - now)) / interval).floor();
-    let mut store = |t: f64| {
+    let (backlog, ts) = match *state {
+        Some(State::Backlog { backlog, ts }) => (backlog, ts),
+        _ => (0.0, now),
+    };
+    let backlog = (backlog - (now - ts).max(0.0)).max(0.0);
+    let ts = ts.max(now);
+    let remaining = |b: f64| ((tau - b + EPS) / interval).floor();
+    let mut store = |b: f64| {
         if write {
-            *state = Some(State::Tat(t));
+            *state = Some(State::Backlog { backlog: b, ts });
         }
-        write.then_some(((t - now).ceil() + SLACK_MS) as u64)
+        write.then_some((b.ceil() + SLACK_MS) as u64)
     };
     if refund {
-        let t = now.max(tat - cost * interval);
-        let w = if t != tat { store(t) } else { None };
-        return (reply(true, burst, remaining(t), t - now, None, 0.0), w);
+        let b = (backlog - cost * interval).max(0.0);
+        let w = if b != backlog { store(b) } else { None };
+        return (reply(true, burst, remaining(b), b, None, 0.0), w);
     }
-    let new_tat = tat + cost * interval;
-    let allow_at = new_tat - tau;
-    if allow_at > now {
-        let retry = (cost <= burst).then_some(allow_at - now);
+    let after = backlog + cost * interval;
+    if cost > 0.0 && after - tau > EPS {
+        let retry = (cost <= burst).then_some(after - tau);
         return (
-            reply(false, burst, remaining(tat), tat - now, retry, 0.0),
+            reply(false, burst, remaining(backlog), backlog, retry, 0.0),
             None,
         );
     }
-    let delay = if queue { tat - now } else { 0.0 };
-    let w = if cost > 0.0 { store(new_tat) } else { None };
-    (
-        reply(true, burst, remaining(new_tat), new_tat - now, None, delay),
-        w,
-    )
+    let delay = if queue { backlog } else { 0.0 };
+    let w = if cost > 0.0 { store(after) } else { None };
+    (reply(true, burst, remaining(after), after, None, delay), w)
 }

@@ -14,8 +14,8 @@ use crate::ConfigError;
 /// difference is the delay. Queued requests cost the user latency, which is
 /// why a plain rejection (token bucket, GCRA) usually suits APIs better.
 ///
-/// Kept as the time at which the queue is empty: the delay of an admitted
-/// request is that time minus now.
+/// Kept as the time until the queue is empty: the delay of an admitted
+/// request.
 ///
 /// ```
 /// use floodgate::algorithm::LeakyBucket;

@@ -10,9 +10,9 @@
 //! | [`FixedWindow`] | one counter | no: up to 2× at window boundaries | uncontrolled |
 //! | [`SlidingLog`] | one entry per admitted request | yes | none above the limit |
 //! | [`SlidingWindow`] | two counters | nearly (weighted estimate) | small overshoot |
-//! | [`TokenBucket`] | one time (when full again) | to its definition | up to capacity |
-//! | [`LeakyBucket`] | one time (when empty again) | to its definition | queued, delayed |
-//! | [`Gcra`] | one time | to its definition | up to burst |
+//! | [`TokenBucket`] | a backlog and its time | to its definition | up to capacity |
+//! | [`LeakyBucket`] | a backlog and its time | to its definition | queued, delayed |
+//! | [`Gcra`] | a backlog and its time | to its definition | up to burst |
 //!
 //! [`Limits`] puts several of them on one key, checked all or nothing.
 

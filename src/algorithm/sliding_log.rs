@@ -94,7 +94,7 @@ pub(super) fn decide(
         }
         return (r, write.then_some((window + SLACK_MS) as u64));
     }
-    if count + cost > limit {
+    if cost > 0.0 && count + cost > limit {
         let reset = if count > 0.0 { newest_reset() } else { 0.0 };
         let retry = (cost <= limit).then(|| {
             let k = (count + cost - limit) as usize;

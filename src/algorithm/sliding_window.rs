@@ -118,7 +118,7 @@ pub(super) fn decide(
         e
     };
     let u = used(prev, cur, elapsed);
-    if u + cost > limit {
+    if cost > 0.0 && u + cost > limit {
         let retry = (cost <= limit).then(|| {
             if cur + cost <= limit {
                 idx * window + first_fit(prev, cur, elapsed + 1.0) - now

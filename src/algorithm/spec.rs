@@ -54,9 +54,9 @@ pub(crate) enum State {
     Counters { idx: f64, cur: f64, prev: f64 },
     /// Concurrency limit: (lease id, expiry) of each request in flight.
     Leases(Vec<(Box<str>, u64)>),
-    /// GCRA, token bucket, leaky bucket: the theoretical arrival time (the
-    /// time at which the bucket is full, or the queue empty, again).
-    Tat(f64),
+    /// GCRA, token bucket, leaky bucket: the backlog (ms until the bucket
+    /// is full, or the queue empty, again) as of `ts`.
+    Backlog { backlog: f64, ts: f64 },
 }
 
 /// A decision as the scripts return it: whole numbers, durations in ms

@@ -9,11 +9,10 @@ use crate::ConfigError;
 /// at once, then the refill rate. Choose the capacity as the burst you are
 /// willing to accept. A key nobody used is a full bucket.
 ///
-/// Kept as the time at which the bucket is full again rather than as a token
+/// Kept as the time until the bucket is full again rather than as a token
 /// count: a bucket refilled at `r` per second is exactly GCRA with one token
-/// every `1000 / r` ms and a burst of `capacity`, and a time needs no
-/// fractional refills added up (whole-ms intervals stay exact). One number
-/// of state per key.
+/// every `1000 / r` ms and a burst of `capacity`, and a backlog of time needs
+/// no fractional refills added up.
 ///
 /// ```
 /// use floodgate::algorithm::TokenBucket;

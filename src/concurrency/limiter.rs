@@ -87,7 +87,10 @@ impl ConcurrencyLimiter {
     async fn call(&self, key: &str, op: &str, id: &str) -> Result<[i64; 4], Error> {
         let inner = &*self.inner;
         let storage = storage_key(&inner.prefix, &inner.name, "cc", key);
-        let now = inner.clock.as_ref().map(|c| c.now_ms());
+        let now = inner
+            .clock
+            .as_ref()
+            .map(|c| crate::clock::bounded(c.now_ms()));
         Ok(inner
             .store
             .lease(&storage, now, op, id, inner.max, inner.lease_ms)

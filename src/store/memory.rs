@@ -17,7 +17,8 @@ const EVICTION_SAMPLE: usize = 16;
 ///
 /// Concurrent: keys are spread over independently locked shards. Bounded:
 /// state a key no longer needs expires and is swept as the map grows, and at
-/// most `max_keys` keys are held. When a new key arrives at that bound, the
+/// most `max_keys` keys are held (a little less when `max_keys` is not a
+/// multiple of the number of shards). When a new key arrives at that bound, the
 /// entry closest to expiry among a sample is evicted (like Redis'
 /// `volatile-ttl`): that can only loosen the limit of the evicted key, and
 /// never denies anybody for lack of room.
@@ -44,6 +45,8 @@ struct Shard {
     map: HashMap<Box<str>, Entry, foldhash::fast::RandomState>,
     /// Sweep expired entries when the map reaches this size.
     sweep_at: usize,
+    /// New keys since the last sweep.
+    inserts: usize,
 }
 
 struct Entry {
@@ -63,13 +66,21 @@ impl MemoryStore {
     /// A store holding at most `max_keys` keys (at least one per shard).
     pub fn with_max_keys(max_keys: usize) -> Self {
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
-        let shards = (threads * 16).next_power_of_two().clamp(16, 1024);
-        let max_per_shard = max_keys.div_ceil(shards).max(1);
+        // Never more shards than keys, so every shard holds at least one and
+        // their bounds add up to at most `max_keys`.
+        let max_keys = max_keys.max(1);
+        let largest = 1 << max_keys.ilog2();
+        let shards = (threads * 16)
+            .next_power_of_two()
+            .clamp(16, 1024)
+            .min(largest);
+        let max_per_shard = max_keys / shards;
         let shards = (0..shards)
             .map(|_| {
                 Mutex::new(Shard {
                     map: HashMap::default(),
                     sweep_at: MIN_SWEEP.min(max_per_shard),
+                    inserts: 0,
                 })
             })
             .collect();
@@ -252,12 +263,21 @@ impl Shard {
     }
 
     fn make_room(&mut self, now: u64, max: usize) {
-        if self.map.len() >= self.sweep_at {
+        self.inserts += 1;
+        // Amortized O(1) per new key: sweep when the map has doubled since
+        // the last sweep, or, once it is full, after max/2 new keys. A full
+        // shard is never scanned on every insert (a spray of new keys would
+        // make each of them cost a whole shard, under its lock).
+        let full = self.map.len() >= max;
+        if self.map.len() >= self.sweep_at || (full && self.inserts > max / 2) {
             self.map.retain(|_, e| e.expires_at > now);
-            // Amortized: the next sweep waits until the map has doubled.
-            self.sweep_at = (self.map.len() * 2).clamp(MIN_SWEEP.min(max), max);
+            self.sweep_at = (self.map.len() * 2).max(MIN_SWEEP.min(max));
+            self.inserts = 0;
         }
         while self.map.len() >= max {
+            // Evict the entry closest to expiry among a few (Redis does the
+            // same with `volatile-ttl`): the map's order is the keys' hash
+            // order, so the sample is arbitrary with respect to the keys.
             let victim = self
                 .map
                 .iter()

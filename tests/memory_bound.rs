@@ -1,0 +1,390 @@
+//! The in-memory store under a spray of distinct keys: bounded memory per
+//! key, a hard bound on the number of keys, exact answers for the keys it
+//! holds, and expired state swept by new traffic.
+//!
+//! Resident memory is measured in a child process (this test binary run
+//! again on one ignored test), so that the other tests of this file, running
+//! in parallel threads, do not blur the numbers. Each of N distinct keys
+//! (`user0`, `user1`, …) is charged once at one frozen instant, so nothing
+//! expires. Measured on Linux x86_64, glibc malloc (BENCHMARKS.md, "Memory
+//! store under a key spray"):
+//!
+//! | state per key | 200 000 keys (debug) | 1 000 000 keys (release) | asserted |
+//! |---|---|---|---|
+//! | token bucket | 126 B | 167 B | < 400 B per key |
+//! | sliding log (limit 10), one entry | 174 B | 215 B | < 400 B per key |
+//! | sliding log (limit 10), full: 10 entries | 272 B | 312 B | < 400 B per key |
+//!
+//! `FLOODGATE_SPRAY_KEYS` sets N (default 200 000, which keeps this file
+//! well under 30 s in debug on 2 cores). The full size:
+//! `FLOODGATE_SPRAY_KEYS=1000000 cargo test --release --test memory_bound -- --nocapture`.
+
+use floodgate::algorithm::{Algorithm, FixedWindow, SlidingLog, TokenBucket};
+use floodgate::clock::ManualClock;
+use floodgate::store::MemoryStore;
+use floodgate::Limiter;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Bytes of resident memory per key held, at most.
+const MAX_BYTES_PER_KEY: u64 = 400;
+/// The child's environment variable naming what to measure.
+const CHILD: &str = "FLOODGATE_RSS_CHILD";
+const NOW: u64 = 1_791_860_000_000;
+
+fn spray_keys() -> usize {
+    std::env::var("FLOODGATE_SPRAY_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+/// This process' resident memory in bytes (`VmRSS` of `/proc/self/status`).
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status");
+    kb * 1024
+}
+
+/// What the child measured.
+#[derive(Debug)]
+struct Measured {
+    held: u64,
+    grown: u64,
+    secs: f64,
+}
+
+impl Measured {
+    fn per_key(&self) -> u64 {
+        self.grown / self.held.max(1)
+    }
+}
+
+/// Run the ignored `rss_child` test of this binary in a new process to
+/// measure `what`.
+fn measure_in_child(what: &str) -> Measured {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "rss_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, what)
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child {what} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("MEASURED ").map(|(_, v)| v))
+        .unwrap_or_else(|| panic!("child {what} printed no result: {stdout}"));
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    Measured {
+        held: v[0] as u64,
+        grown: v[1] as u64,
+        secs: v[2],
+    }
+}
+
+/// The child: spray `spray_keys()` distinct keys at one instant through one
+/// algorithm on a fresh store and print the keys held and the memory grown.
+#[test]
+#[ignore = "runs only as the child of the memory tests"]
+fn rss_child() {
+    let Ok(what) = std::env::var(CHILD) else {
+        return;
+    };
+    let n = spray_keys();
+    let rt = rt();
+    let clock = ManualClock::new(NOW);
+    let store = MemoryStore::new();
+    let before = rss_bytes();
+    let start = Instant::now();
+    let log = SlidingLog::new(10, Duration::from_secs(60));
+    rt.block_on(async {
+        match what.as_str() {
+            "token_bucket" => spray(&store, TokenBucket::new(10, 1.0), &clock, n, 1).await,
+            // One request per key, or a full log of 10 entries per key.
+            "sliding_log" => spray(&store, log, &clock, n, 1).await,
+            "sliding_log_full" => spray(&store, log, &clock, n, 10).await,
+            other => panic!("unknown measurement {other}"),
+        }
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let grown = rss_bytes().saturating_sub(before);
+    println!("MEASURED {} {grown} {secs}", store.len());
+}
+
+/// `n` distinct keys, each charged `cost` once, all admitted.
+async fn spray<A: Algorithm>(
+    store: &MemoryStore,
+    alg: A,
+    clock: &ManualClock,
+    n: usize,
+    cost: u64,
+) {
+    let l = Limiter::builder(store.clone(), alg)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for i in 0..n {
+        assert!(l.check(&format!("user{i}"), cost).await.unwrap().allowed);
+    }
+}
+
+fn assert_bounded(what: &str) {
+    let n = spray_keys();
+    let m = measure_in_child(what);
+    println!(
+        "{what}: {} keys held of {n}, RSS +{} MB, {} B per key, {:.1} s",
+        m.held,
+        m.grown / 1_000_000,
+        m.per_key(),
+        m.secs
+    );
+    // The default store holds up to 1 000 000 keys; shards fill unevenly,
+    // so a few are evicted when the spray is that large.
+    assert!(
+        m.held as f64 >= n.min(1_000_000) as f64 * 0.99,
+        "{what}: only {} of {n} keys held",
+        m.held
+    );
+    assert!(
+        m.per_key() < MAX_BYTES_PER_KEY,
+        "{what}: {} B per key, bound {MAX_BYTES_PER_KEY} ({m:?})",
+        m.per_key()
+    );
+}
+
+#[test]
+fn token_bucket_memory_per_key_is_bounded() {
+    assert_bounded("token_bucket");
+}
+
+#[test]
+fn sliding_log_memory_per_key_is_bounded() {
+    assert_bounded("sliding_log");
+}
+
+#[test]
+fn full_sliding_logs_memory_per_key_is_bounded() {
+    assert_bounded("sliding_log_full");
+}
+
+/// `with_max_keys(100_000)` never holds more than 100 000 keys while the
+/// whole spray passes, and a hot key that is still held keeps its exact
+/// count throughout.
+#[test]
+fn max_keys_holds_while_a_spray_passes_and_hot_keys_stay_exact() {
+    const MAX: usize = 100_000;
+    let n = spray_keys();
+    let store = MemoryStore::with_max_keys(MAX);
+    let clock = ManualClock::new(NOW);
+    let spray = Limiter::builder(store.clone(), FixedWindow::new(10, Duration::from_secs(60)))
+        .name("spray")
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    // The hot key's state lives longer than the spray's, so eviction (the
+    // entry closest to expiry among a sample) never picks it.
+    const HOT_LIMIT: u64 = 1_000;
+    let hot = Limiter::builder(
+        store.clone(),
+        FixedWindow::new(HOT_LIMIT, Duration::from_secs(86_400)),
+    )
+    .name("hot")
+    .clock(clock.clone())
+    .build()
+    .unwrap();
+    let checkpoints = (HOT_LIMIT as usize - 1).min(100);
+    let every = (n / checkpoints).max(1);
+    let mut hot_used = 0;
+    let mut most = 0;
+    rt().block_on(async {
+        for i in 0..n {
+            // A fresh key always fits: nothing is denied for lack of room.
+            assert!(spray.check(&format!("user{i}"), 1).await.unwrap().allowed);
+            if i % every == 0 {
+                let len = store.len();
+                most = most.max(len);
+                assert!(len <= MAX, "{len} keys held after {i}, bound {MAX}");
+                let d = hot.check("hot", 1).await.unwrap();
+                hot_used += 1;
+                assert!(d.allowed, "hot key denied after {hot_used}");
+                assert_eq!(
+                    d.remaining,
+                    HOT_LIMIT - hot_used,
+                    "hot key lost count after {i} sprayed keys"
+                );
+            }
+        }
+    });
+    let len = store.len();
+    assert!(len <= MAX, "{len} keys held at the end, bound {MAX}");
+    assert!(
+        most >= MAX * 9 / 10 || n < MAX,
+        "the store never came near its bound: at most {most}"
+    );
+    println!("with_max_keys({MAX}): {len} held after {n} keys, at most {most}");
+}
+
+/// The bound is the number asked for, whatever the number of shards (which
+/// depends on the machine's cores): `with_max_keys(1_001)` holds at most
+/// 1 001 keys, not 1 001 rounded up to a multiple of the shard count.
+#[test]
+fn max_keys_is_exact_when_not_a_multiple_of_the_shards() {
+    let clock = ManualClock::new(NOW);
+    for max in [1_001, 4_097, 10_007] {
+        let store = MemoryStore::with_max_keys(max);
+        let l = Limiter::builder(store.clone(), FixedWindow::new(10, Duration::from_secs(60)))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        rt().block_on(async {
+            for i in 0..max * 8 {
+                l.check(&format!("user{i}"), 1).await.unwrap();
+            }
+        });
+        let len = store.len();
+        assert!(
+            len <= max,
+            "with_max_keys({max}) holds {len} keys ({store:?})"
+        );
+    }
+}
+
+/// A new key costs about the same whether the store is half full or full:
+/// making room must not scan the whole shard on every insert (with the
+/// default bound of 1 000 000 keys a shard holds over 30 000 entries, and
+/// a spray of fresh keys would make every decision scan all of them under
+/// the shard's lock).
+#[test]
+fn new_keys_cost_the_same_when_the_store_is_full() {
+    // 2 000 keys per shard on a 2-core machine (32 shards).
+    const MAX: usize = 64_000;
+    const BATCH: usize = 1_000;
+    /// A store and a limiter over it, charging fresh keys.
+    struct Sprayer {
+        store: MemoryStore,
+        limiter: Limiter<FixedWindow>,
+        next: usize,
+    }
+    impl Sprayer {
+        fn new() -> Self {
+            let store = MemoryStore::with_max_keys(MAX);
+            let limiter =
+                Limiter::builder(store.clone(), FixedWindow::new(10, Duration::from_secs(60)))
+                    .clock(ManualClock::new(NOW))
+                    .build()
+                    .unwrap();
+            Self {
+                store,
+                limiter,
+                next: 0,
+            }
+        }
+        fn spray(&mut self, rt: &tokio::runtime::Runtime, n: usize) -> Duration {
+            let start = Instant::now();
+            rt.block_on(async {
+                for _ in 0..n {
+                    self.next += 1;
+                    let key = format!("user{}", self.next);
+                    assert!(self.limiter.check(&key, 1).await.unwrap().allowed);
+                }
+            });
+            start.elapsed()
+        }
+    }
+    let rt = rt();
+    let mut half = Sprayer::new();
+    half.spray(&rt, MAX / 2);
+    // Past the bound: every shard is full and must evict for each new key.
+    let mut full = Sprayer::new();
+    full.spray(&rt, MAX * 3 / 2);
+    assert!(
+        full.store.len() >= MAX * 99 / 100,
+        "{} held",
+        full.store.len()
+    );
+    // Batches alternate between the two stores, so that load from elsewhere
+    // hits both alike; the fastest batch of each is the least disturbed.
+    let (mut t_half, mut t_full) = (Duration::MAX, Duration::MAX);
+    for _ in 0..5 {
+        t_half = t_half.min(half.spray(&rt, BATCH));
+        t_full = t_full.min(full.spray(&rt, BATCH));
+    }
+    assert!(half.store.len() < MAX * 3 / 4, "{} held", half.store.len());
+    assert!(
+        t_full < t_half * 5,
+        "{BATCH} new keys took {t_full:?} in a full store, {t_half:?} in a half-full one"
+    );
+}
+
+/// Once states expire, new traffic sweeps them: `len()` falls although every
+/// new key is live, and `sweep` drops exactly the expired ones.
+#[test]
+fn expired_states_are_swept_by_new_traffic() {
+    let n = spray_keys() / 10;
+    let store = MemoryStore::new();
+    let clock = ManualClock::new(NOW);
+    let l = Limiter::builder(store.clone(), FixedWindow::new(10, Duration::from_secs(1)))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let rt = rt();
+    rt.block_on(async {
+        for i in 0..n {
+            l.check(&format!("old{i}"), 1).await.unwrap();
+        }
+    });
+    assert_eq!(store.len(), n);
+    // Every old state has expired (1 s window + 1 s slack).
+    clock.advance(Duration::from_secs(3));
+    let (mut prev, mut fell) = (store.len(), 0);
+    let fresh = 3 * n;
+    rt.block_on(async {
+        for i in 0..fresh {
+            l.check(&format!("new{i}"), 1).await.unwrap();
+            if i % 1000 == 0 {
+                let len = store.len();
+                if len < prev {
+                    fell += 1;
+                }
+                prev = len;
+            }
+        }
+    });
+    let len = store.len();
+    assert!(fell > 0, "len() never fell while expired states were there");
+    // Without sweeping, all n + 3n would still be there.
+    assert!(
+        len <= fresh + n / 10,
+        "{len} keys held: the {n} expired ones were not swept by {fresh} new"
+    );
+    // An explicit sweep leaves exactly the live ones.
+    store.sweep(NOW + 3_000);
+    assert_eq!(store.len(), fresh);
+    // Once those expire too, a sweep empties the store.
+    store.sweep(NOW + 60_000);
+    assert!(store.is_empty());
+    println!("swept: {len} held after {fresh} new keys on {n} expired ones");
+}
