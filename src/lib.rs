@@ -27,6 +27,7 @@ pub mod algorithm;
 pub mod clock;
 pub mod concurrency;
 mod decision;
+mod deny_cache;
 mod error;
 pub mod failure;
 pub mod headers;

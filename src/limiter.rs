@@ -2,6 +2,7 @@
 
 use crate::algorithm::{Algorithm, Mode, Policy, Spec};
 use crate::clock::Clock;
+use crate::deny_cache::DenyCache;
 use crate::failure::{
     self, CircuitBreaker, CircuitState, FailureEvent, FailureHook, FailurePolicy, Guard,
 };
@@ -55,6 +56,7 @@ struct Inner<A> {
     clock: Option<Arc<dyn Clock>>,
     metrics: Metrics,
     guard: Guard,
+    deny_cache: Option<DenyCache>,
 }
 
 /// One policy of the limiter: one key in the store per user key.
@@ -107,6 +109,7 @@ impl<A: Algorithm> Limiter<A> {
             policy: FailurePolicy::default(),
             breaker: CircuitBreaker::default(),
             hook: None,
+            deny_cache: None,
         }
     }
 
@@ -180,14 +183,6 @@ impl<A: Algorithm> Limiter<A> {
         self.decide(&parts, key, cost, Mode::Refund).await
     }
 
-    /// The parts of `quota` if given, else the limiter's own.
-    fn with_parts<T>(&self, quota: Option<&A>, f: impl FnOnce(&[Part]) -> T) -> T {
-        match quota {
-            Some(alg) => f(&parts_of(&self.inner.name, alg)),
-            None => f(&self.inner.parts),
-        }
-    }
-
     /// The layer's decision: each policy's, charged unless `peek_only`.
     pub(crate) async fn decide_for_layer(
         &self,
@@ -197,8 +192,13 @@ impl<A: Algorithm> Limiter<A> {
         peek_only: bool,
     ) -> Result<Decisions, Error> {
         let mode = if peek_only { Mode::Peek } else { Mode::Check };
-        let parts: Vec<Part> = self.with_parts(quota, |p| p.to_vec());
-        self.decide_all(&parts, key, cost, mode).await
+        match quota {
+            None => self.decide_all(&self.inner.parts, key, cost, mode).await,
+            Some(a) => {
+                self.decide_all(&parts_of(&self.inner.name, a), key, cost, mode)
+                    .await
+            }
+        }
     }
 
     pub(crate) async fn charge_for_layer(
@@ -207,8 +207,7 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         quota: Option<&A>,
     ) -> Result<Decision, Error> {
-        let parts: Vec<Part> = self.with_parts(quota, |p| p.to_vec());
-        self.decide(&parts, key, cost, Mode::Check).await
+        self.decide_quota(key, cost, quota, Mode::Check).await
     }
 
     pub(crate) async fn refund_for_layer(
@@ -217,8 +216,42 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         quota: Option<&A>,
     ) -> Result<Decision, Error> {
-        let parts: Vec<Part> = self.with_parts(quota, |p| p.to_vec());
-        self.decide(&parts, key, cost, Mode::Refund).await
+        self.decide_quota(key, cost, quota, Mode::Refund).await
+    }
+
+    async fn decide_quota(
+        &self,
+        key: &str,
+        cost: u64,
+        quota: Option<&A>,
+        mode: Mode,
+    ) -> Result<Decision, Error> {
+        match quota {
+            None => self.decide(&self.inner.parts, key, cost, mode).await,
+            Some(a) => {
+                self.decide(&parts_of(&self.inner.name, a), key, cost, mode)
+                    .await
+            }
+        }
+    }
+
+    /// The limiter's clock, or a local monotonic one: what the deny cache
+    /// measures time with.
+    fn local_now(&self) -> u64 {
+        static ANCHOR: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+        match &self.inner.clock {
+            Some(c) => crate::clock::bounded(c.now_ms()),
+            None => ANCHOR.elapsed().as_millis() as u64,
+        }
+    }
+
+    /// Whether the deny cache applies: charges to the limiter's own policies.
+    fn cacheable(&self, parts: &[Part], mode: Mode) -> Option<&DenyCache> {
+        let own = std::ptr::eq(parts.as_ptr(), self.inner.parts.as_ptr());
+        self.inner
+            .deny_cache
+            .as_ref()
+            .filter(|_| own && mode == Mode::Check)
     }
 
     fn now(&self) -> Option<u64> {
@@ -236,9 +269,13 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         mode: Mode,
     ) -> Result<Decision, Error> {
+        let cached = self.inner.deny_cache.is_some() && mode != Mode::Peek;
         let [part] = parts else {
             return Ok(self.decide_all(parts, key, cost, mode).await?.combined);
         };
+        if cached {
+            return Ok(self.decide_all(parts, key, cost, mode).await?.combined);
+        }
         let inner = &*self.inner;
         let started = Instant::now();
         let storage = storage_key(&inner.prefix, &part.namespace, part.spec.tag(), key);
@@ -285,6 +322,15 @@ impl<A: Algorithm> Limiter<A> {
             .iter()
             .map(|p| storage_key(&inner.prefix, &p.namespace, p.spec.tag(), key))
             .collect();
+        let cache = self.cacheable(parts, mode);
+        let asked = self.local_now();
+        if let Some(hit) = cache.and_then(|c| c.get(&keys[0], cost, asked)) {
+            inner.metrics.cache_hit();
+            return Ok(hit);
+        }
+        if let (Mode::Refund, Some(c)) = (mode, &inner.deny_cache) {
+            c.forget(&keys[0]);
+        }
         let specs: Vec<&Spec> = parts.iter().map(|p| &p.spec).collect();
         let targets: Vec<(&str, &Spec)> = keys
             .iter()
@@ -331,7 +377,16 @@ impl<A: Algorithm> Limiter<A> {
         inner
             .metrics
             .decided(combined.allowed, combined.degraded, started.elapsed());
-        Ok(Decisions { combined, each })
+        let decisions = Decisions { combined, each };
+        if let Some(c) = cache {
+            if decisions.combined.allowed {
+                // The key filled up: cached numbers of it are stale.
+                c.forget(&keys[0]);
+            } else {
+                c.put(&keys[0], cost, asked, &decisions);
+            }
+        }
+        Ok(decisions)
     }
 
     /// What this limiter does when its store fails.
@@ -394,6 +449,7 @@ pub struct LimiterBuilder<A> {
     policy: FailurePolicy,
     breaker: CircuitBreaker,
     hook: Option<FailureHook>,
+    deny_cache: Option<usize>,
 }
 
 impl<A: Algorithm> LimiterBuilder<A> {
@@ -457,6 +513,29 @@ impl<A: Algorithm> LimiterBuilder<A> {
         self
     }
 
+    /// Answer denials locally (off by default): once a key is denied until
+    /// some time, the same request (same key, same cost) is denied again
+    /// until then without calling the store, with the same answer. A client that keeps hammering while
+    /// denied then costs no Redis call at all. At most `max_keys` denials
+    /// are remembered; past that, new ones are simply not cached.
+    ///
+    /// It only skips calls the store would certainly deny: until the time a
+    /// denial names, a key only fills up, unless something gives room back.
+    /// So it is safe exactly when nothing refunds this limiter's keys from
+    /// another process (this process's own refunds clear the entry): no
+    /// [`refund`](Limiter::refund) and no layer refunding
+    /// ([`RateLimitLayer::refund_inner_denials`](crate::layer::RateLimitLayer::refund_inner_denials)
+    /// is on by default, `refund_when`) on other app servers. That is why it
+    /// is off by default. Tier overrides ([`check_with`](Limiter::check_with))
+    /// bypass it. A cached denial reports the numbers of the original one,
+    /// its waits shortened by the time since: requests admitted meanwhile by
+    /// other app servers can make `remaining` and the waits a little
+    /// optimistic, never the decision.
+    pub fn deny_cache(mut self, max_keys: usize) -> Self {
+        self.deny_cache = Some(max_keys);
+        self
+    }
+
     /// Check the configuration and build the limiter.
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         validate_names(&self.prefix, &self.name)?;
@@ -481,6 +560,7 @@ impl<A: Algorithm> LimiterBuilder<A> {
                 name: self.name.into(),
                 clock: self.clock,
                 guard: Guard::new(self.timeout, self.policy, self.breaker, self.hook),
+                deny_cache: self.deny_cache.map(DenyCache::new),
             }),
         })
     }

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied` |
 //! | `floodgate_degraded_total` | counter | `limiter`: decisions made by the failure policy (store down) |
+//! | `floodgate_cache_hits_total` | counter | `limiter`: denials answered by the local deny cache, without the store (also counted as denied) |
 //! | `floodgate_decision_seconds` | histogram | `limiter`: time to decide, store round trip included |
 //!
 //! Install your recorder (e.g. `metrics-exporter-prometheus`) **before**
@@ -21,6 +22,7 @@ pub(crate) struct Metrics {
     allowed: Counter,
     denied: Counter,
     degraded: Counter,
+    cache_hits: Counter,
     latency: Histogram,
 }
 
@@ -31,6 +33,7 @@ impl Metrics {
             allowed: metrics::counter!("floodgate_decisions_total", "limiter" => name.clone(), "outcome" => "allowed"),
             denied: metrics::counter!("floodgate_decisions_total", "limiter" => name.clone(), "outcome" => "denied"),
             degraded: metrics::counter!("floodgate_degraded_total", "limiter" => name.clone()),
+            cache_hits: metrics::counter!("floodgate_cache_hits_total", "limiter" => name.clone()),
             latency: metrics::histogram!("floodgate_decision_seconds", "limiter" => name),
         }
     }
@@ -45,6 +48,11 @@ impl Metrics {
             self.degraded.increment(1);
         }
         self.latency.record(took.as_secs_f64());
+    }
+
+    pub(crate) fn cache_hit(&self) {
+        self.cache_hits.increment(1);
+        self.denied.increment(1);
     }
 }
 

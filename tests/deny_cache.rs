@@ -1,0 +1,193 @@
+//! The local deny cache never denies a request the store would admit, and
+//! spares the store the calls of a client hammering while denied.
+
+mod common;
+
+use common::RedisServer;
+use floodgate::algorithm::*;
+use floodgate::clock::ManualClock;
+use floodgate::failure::FailurePolicy;
+use floodgate::store::RedisStore;
+use floodgate::Limiter;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
+
+fn evalsha_calls(redis: &RedisServer) -> u64 {
+    let info: String = redis.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .and_then(|l| l.split("calls=").nth(1))
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Same traffic through a cached and an uncached limiter (separate
+/// namespaces, one Redis, one clock): the same decision and the same wait
+/// (give or take the last ms of rounding, never shorter) every time (denied calls change no state, so skipping them keeps both
+/// stores equal). A cached denial keeps the numbers of the original one, so
+/// `remaining` of a denial may lag; admissions agree in full.
+fn same_answers<A: Algorithm>(
+    redis: &RedisServer,
+    alg: A,
+    ops: &[(u64, u64)],
+) -> Result<(), TestCaseError> {
+    static CASE: AtomicU64 = AtomicU64::new(0);
+    let case = CASE.fetch_add(1, Ordering::Relaxed);
+    let clock = ManualClock::new(1_700_000_000_000);
+    let build = |prefix: String, cache: bool| {
+        let b = Limiter::builder(RedisStore::from_url(&redis.url()).unwrap(), alg.clone())
+            .prefix(prefix)
+            .clock(clock.clone())
+            .on_store_failure(FailurePolicy::ReturnError)
+            .timeout(Duration::from_secs(5));
+        if cache { b.deny_cache(1000) } else { b }.build().unwrap()
+    };
+    let (cached, plain) = (
+        build(format!("c{case}"), true),
+        build(format!("p{case}"), false),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for (i, &(step, cost)) in ops.iter().enumerate() {
+            clock.advance(Duration::from_millis(step));
+            let (c, p) = (
+                cached.check("k", cost).await.unwrap(),
+                plain.check("k", cost).await.unwrap(),
+            );
+            prop_assert_eq!(c.allowed, p.allowed, "op {} of {:?}", i, ops);
+            // The same wait, or 1 ms longer where the store's float
+            // arithmetic rounds the fresh wait the other way: never shorter.
+            let (cw, pw) = (
+                c.retry_after.map(|d| d.as_millis()),
+                p.retry_after.map(|d| d.as_millis()),
+            );
+            prop_assert!(
+                cw == pw || matches!((cw, pw), (Some(c), Some(p)) if c == p + 1),
+                "op {} of {:?}: {:?} vs {:?}",
+                i,
+                ops,
+                cw,
+                pw
+            );
+            if p.allowed {
+                prop_assert_eq!(c, p, "op {} of {:?}", i, ops);
+            }
+        }
+        Ok(())
+    })
+}
+
+fn ops(max_cost: u64) -> impl Strategy<Value = Vec<(u64, u64)>> {
+    let step = prop_oneof![4 => Just(0u64), 3 => 1..40u64, 1 => 40..2000u64];
+    prop::collection::vec((step, 1..=max_cost + 1), 1..50)
+}
+
+fn run<A: Algorithm>(strategy: impl Strategy<Value = (A, Vec<(u64, u64)>)>) {
+    let redis = RedisServer::start();
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(alg, ops)| same_answers(&redis, alg, &ops))
+        .unwrap();
+}
+
+#[test]
+fn never_denies_what_the_store_would_admit() {
+    let ms = Duration::from_millis;
+    run((1..10u64, 50..1500u64).prop_flat_map(|(l, w)| (Just(FixedWindow::new(l, ms(w))), ops(l))));
+    run((1..10u64, 50..1500u64).prop_flat_map(|(l, w)| (Just(SlidingLog::new(l, ms(w))), ops(l))));
+    run((1..10u64, 50..1500u64)
+        .prop_flat_map(|(l, w)| (Just(SlidingWindow::new(l, ms(w))), ops(l))));
+    run((1..10u64, 1..40u32)
+        .prop_flat_map(|(c, r)| (Just(TokenBucket::new(c, r as f64 / 3.0)), ops(c))));
+    run((1..10u64, 1..40u32).prop_flat_map(|(c, r)| (Just(LeakyBucket::new(c, r as f64)), ops(c))));
+    run((1..10u64, 50..1500u64, 1..10u64)
+        .prop_flat_map(|(l, p, b)| (Just(Gcra::new(l, ms(p)).burst(b)), ops(b))));
+    run((1..6u64, 2..10u64).prop_flat_map(|(a, b)| {
+        let limits = Limits::new()
+            .with("short", FixedWindow::new(a, ms(300)))
+            .with("long", SlidingLog::new(b, ms(2000)));
+        (Just(limits), ops(a))
+    }));
+}
+
+#[tokio::test]
+async fn a_client_hammering_while_denied_costs_no_redis_call() {
+    let redis = RedisServer::start();
+    let clock = ManualClock::new(1_700_000_000_000);
+    let build = |name: &str, cache: bool| {
+        let b = Limiter::builder(
+            RedisStore::from_url(&redis.url()).unwrap(),
+            Gcra::new(10, Duration::from_secs(1)),
+        )
+        .name(name)
+        .clock(clock.clone());
+        if cache { b.deny_cache(10_000) } else { b }
+            .build()
+            .unwrap()
+    };
+    let mut calls = Vec::new();
+    for (name, cache) in [("plain", false), ("cached", true)] {
+        let limiter = build(name, cache);
+        for _ in 0..10 {
+            assert!(limiter.check("abuser", 1).await.unwrap().allowed);
+        }
+        let before = evalsha_calls(&redis);
+        for i in 0..1000 {
+            let d = limiter.check("abuser", 1).await.unwrap();
+            assert!(!d.allowed, "{name}: call {i}");
+            assert_eq!(
+                d.retry_after,
+                Some(Duration::from_millis(100)),
+                "{name}: call {i}"
+            );
+        }
+        calls.push(evalsha_calls(&redis) - before);
+        // Once the wait is over, the store is asked again, and admits.
+        clock.advance(Duration::from_millis(100));
+        assert!(limiter.check("abuser", 1).await.unwrap().allowed, "{name}");
+        clock.advance(Duration::from_secs(5));
+    }
+    assert_eq!(calls[0], 1000, "without the cache every denial asks Redis");
+    assert_eq!(calls[1], 1, "with it only the first does");
+}
+
+#[tokio::test]
+async fn a_refund_clears_the_cached_denial() {
+    let redis = RedisServer::start();
+    let clock = ManualClock::new(0);
+    let limiter = Limiter::builder(
+        RedisStore::from_url(&redis.url()).unwrap(),
+        FixedWindow::new(2, Duration::from_secs(60)),
+    )
+    .clock(clock)
+    .deny_cache(100)
+    .build()
+    .unwrap();
+    limiter.check("ana", 2).await.unwrap();
+    assert!(!limiter.check("ana", 1).await.unwrap().allowed);
+    limiter.refund("ana", 1).await.unwrap();
+    assert!(
+        limiter.check("ana", 1).await.unwrap().allowed,
+        "the refund made room"
+    );
+    // A cheaper request than the cached denial still asks the store.
+    assert!(!limiter.check("ana", 2).await.unwrap().allowed);
+    assert!(!limiter.check("ana", 1).await.unwrap().allowed);
+}
