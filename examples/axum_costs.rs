@@ -1,19 +1,28 @@
-//! Cost-weighted endpoints sharing one budget per API key, plus a per-IP
-//! limit on `/login`.
+//! Cost-weighted endpoints sharing one budget per API key, with plans
+//! (tiers), two limits per key checked at once, and a per-IP limit on
+//! `/login`.
 //!
-//! Every API key has a token bucket of 100 tokens refilled at 10 per second:
-//! `GET /items` costs 1, `POST /search` costs 5, `GET /export` costs 20.
-//! `POST /login` allows 5 attempts per minute per client IP, exactly
-//! (sliding log), whatever the API key.
+//! Every API key has two limits, checked all or nothing:
+//! - `budget`: a token bucket of 100 tokens refilled at 10 per second;
+//! - `day`: at most 5 000 tokens per day.
+//!
+//! A key on the pro plan (here: keys starting with `pro_`; in a real app, an
+//! auth layer sets the plan) gets 1 000 tokens at 100 per second and 100 000
+//! per day, from the same limiter. `GET /items` costs 1, `POST /search` costs
+//! 5, `GET /export` costs 20. `POST /login` allows 5 attempts per minute per
+//! client IP, exactly (sliding log), whatever the API key.
 //!
 //! ```text
 //! cargo run --example axum_costs
 //! curl -i -H 'x-api-key: demo' http://127.0.0.1:3000/export
+//! curl -i -H 'x-api-key: pro_demo' http://127.0.0.1:3000/export
 //! ```
 
+use axum::extract::Request;
+use axum::middleware::{self, Next};
 use axum::routing::{get, post};
 use axum::Router;
-use floodgate::algorithm::{SlidingLog, TokenBucket};
+use floodgate::algorithm::{FixedWindow, Limits, SlidingLog, TokenBucket};
 use floodgate::key::{Header, PeerIp};
 use floodgate::layer::RateLimitLayer;
 use floodgate::store::{MemoryStore, RedisStore, Store};
@@ -21,12 +30,52 @@ use floodgate::{ConfigError, Limiter};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// A customer's plan, put in the request's extensions by [`auth`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// The default limits.
+    Free,
+    /// Ten times as much.
+    Pro,
+}
+
+/// The limits of a plan: a budget with bursts, and a daily quota.
+pub fn limits(plan: Plan) -> Limits {
+    let (burst, per_sec, day) = match plan {
+        Plan::Free => (100, 10.0, 5_000),
+        Plan::Pro => (1_000, 100.0, 100_000),
+    };
+    Limits::new()
+        .with("budget", TokenBucket::new(burst, per_sec))
+        .with("day", FixedWindow::new(day, DAY))
+}
+
+/// A stand-in for an authentication layer: it finds the customer's plan.
+async fn auth(mut req: Request, next: Next) -> axum::response::Response {
+    let pro = req
+        .headers()
+        .get("x-api-key")
+        .is_some_and(|k| k.as_bytes().starts_with(b"pro_"));
+    req.extensions_mut()
+        .insert(if pro { Plan::Pro } else { Plan::Free });
+    next.run(req).await
+}
+
 /// The app over `store`; the tests build it too.
 pub fn app(store: Store) -> Result<Router, ConfigError> {
-    let budget = Limiter::builder(store.clone(), TokenBucket::new(100, 10.0))
+    let budget = Limiter::builder(store.clone(), limits(Plan::Free))
         .name("api-key")
         .build()?;
-    let per_key = RateLimitLayer::new(budget, Header::try_new("x-api-key")?);
+    // The quota is resolved per request from the plan: no limiter per tier.
+    let per_key = RateLimitLayer::new(budget, Header::try_new("x-api-key")?).quota(|req| match req
+        .extensions()
+        .get::<Plan>()?
+    {
+        Plan::Free => None,
+        Plan::Pro => Some(limits(Plan::Pro)),
+    });
     let logins = Limiter::builder(store, SlidingLog::new(5, Duration::from_secs(60)))
         .name("login")
         .build()?;
@@ -46,7 +95,9 @@ pub fn app(store: Store) -> Result<Router, ConfigError> {
         .route(
             "/login",
             post(|| async { "welcome\n" }).layer(RateLimitLayer::new(logins, PeerIp::new())),
-        ))
+        )
+        // Outermost: the plan is known before any limit is checked.
+        .layer(middleware::from_fn(auth)))
 }
 
 #[allow(dead_code)] // the tests include this file and have their own entry points.
@@ -59,6 +110,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     println!("listening on http://127.0.0.1:3000");
     println!("try: curl -i -H 'x-api-key: demo' http://127.0.0.1:3000/export   (5 of these spend the budget)");
+    println!(
+        "     curl -i -H 'x-api-key: pro_demo' http://127.0.0.1:3000/export   (the pro plan: 10x)"
+    );
     axum::serve(
         listener,
         app(store)?.into_make_service_with_connect_info::<SocketAddr>(),

@@ -179,8 +179,8 @@ async fn a_request_without_a_key_gets_400_naming_why() {
 #[tokio::test]
 async fn axum_costs_spends_the_budget_exactly_as_costs_say() {
     on_both_stores(|store| async move {
-        // The example's own router; its bucket holds 100 and refills 10/s,
-        // far slower than these requests take.
+        // The example's own router; a free key's bucket holds 100 and
+        // refills 10/s, far slower than these requests take.
         let base = serve(axum_costs::app(store).unwrap()).await;
         let client = reqwest::Client::new();
         let req = |method: reqwest::Method, path: &str, key: &str| {
@@ -228,13 +228,35 @@ async fn axum_costs_spends_the_budget_exactly_as_costs_say() {
             .await
             .unwrap();
         assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
-        // Another key has its own budget.
+        // Another key has its own budget; both of its limits are listed.
         let res = req(reqwest::Method::GET, "/export", "bob")
             .send()
             .await
             .unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(remaining(&res), 80);
+        let policies = sf::parse_list(header(&res, "ratelimit-policy")).unwrap();
+        let quotas: Vec<(&str, i64, i64)> = policies
+            .iter()
+            .map(|p| (p.name(), p.int("q"), p.int("w")))
+            .collect();
+        assert_eq!(quotas, [("budget", 100, 10), ("day", 5000, 86_400)]);
+        // A key on the pro plan gets ten times the budget from the same limiter.
+        for _ in 0..10 {
+            let res = req(reqwest::Method::GET, "/export", "pro_carol")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+        }
+        let res = req(reqwest::Method::GET, "/export", "pro_carol")
+            .send()
+            .await
+            .unwrap();
+        // 11 exports spent 220 of 1000; the refill (100/s) adds what the calls took.
+        assert!((780..900).contains(&remaining(&res)), "{}", remaining(&res));
+        let policies = sf::parse_list(header(&res, "ratelimit-policy")).unwrap();
+        assert_eq!(policies[0].int("q"), 1000);
         // Login: 5 per minute per IP, whatever the key.
         for _ in 0..5 {
             assert_eq!(
