@@ -1,5 +1,8 @@
 //! floodgate: distributed rate limiting for tower, axum and tonic.
 //!
+//! New here? Start with the [`guide`]: every decision you make when adding
+//! floodgate to a service, with examples that run.
+//!
 //! A [`RateLimitLayer`] takes a key from each request
 //! ([`key`]), charges the request's cost to it through a [`Limiter`], and
 //! either lets it through with rate-limit headers ([`headers`]) or answers at
@@ -30,6 +33,7 @@ mod decision;
 mod deny_cache;
 mod error;
 pub mod failure;
+pub mod guide;
 pub mod headers;
 pub mod key;
 pub mod layer;

@@ -1,0 +1,161 @@
+//! Redis and Redis Cluster: where the state lives, what is atomic, and whose
+//! clock counts.
+//!
+//! # Which store
+//!
+//! | you run | store | |
+//! |---|---|---|
+//! | one app server (or trying floodgate out, or tests) | [`MemoryStore`] | per process, cannot fail, bounded to 1 000 000 keys by default |
+//! | several app servers behind a load balancer | [`RedisStore`] | one Redis (with a replica for failover if you have one) |
+//! | more decisions than one Redis core can take | [`RedisClusterStore`] | each client's state on the shard that owns its key |
+//!
+//! Per-process counters behind a load balancer loosen every limit by the
+//! number of servers (and by more as you scale out): once you have more than
+//! one app server, the state belongs in Redis. Every store makes the same
+//! decisions, decision by decision; only where the state lives differs, so
+//! moving from one to another changes one line.
+//!
+//! ```
+//! use floodgate::algorithm::SlidingWindow;
+//! use floodgate::store::{RedisClusterStore, RedisStore};
+//! use floodgate::Limiter;
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Nothing connects here: connections are made on first use, in the
+//! // background, so the app starts even while Redis is down.
+//! let store = RedisStore::from_url("redis://127.0.0.1:6379")?; // or redis://user:password@host:6379/0
+//! let api = Limiter::builder(store.clone(), SlidingWindow::new(100, Duration::from_secs(60)))
+//!     .name("api")
+//!     .build()?;
+//! // One store for all limiters: clones share its connections.
+//! let exports = Limiter::builder(store, SlidingWindow::new(10, Duration::from_secs(3_600)))
+//!     .name("exports")
+//!     .build()?;
+//!
+//! // Redis Cluster: any reachable nodes; the others are discovered.
+//! let cluster = RedisClusterStore::from_nodes([
+//!     "redis://10.0.0.1:6379",
+//!     "redis://10.0.0.2:6379",
+//!     "redis://10.0.0.3:6379",
+//! ])?;
+//! let api_on_cluster = Limiter::builder(cluster, SlidingWindow::new(100, Duration::from_secs(60)))
+//!     .name("api")
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+//!
+//! Redis 5 or newer (floodgate's tests run on 7.0), any deployment that
+//! allows `EVALSHA`: no module to load (managed Redis services are fine).
+//! Nothing to set up first either: the script is loaded on first use, and
+//! again whenever Redis has forgotten it (restart, failover, `SCRIPT FLUSH`)
+//! without a decision failing.
+//!
+//! Tuning [`RedisStore`] rarely matters: it shares 2 multiplexed connections
+//! ([`connections`](crate::store::RedisStore::connections)), each of which
+//! pipelines every concurrent call, so a decision is one `EVALSHA` round
+//! trip with no connection checkout. BENCHMARKS.md measured 50 000 to
+//! 70 000 decisions per second from one client process on a busy 2-core
+//! machine, within 3 to 15 % of a bare `EVALSHA`; Redis spends about 10 µs
+//! of CPU per decision, so one Redis core takes on the order of 100 000 per
+//! second. [`from_pool`](crate::store::RedisStore::from_pool) takes a
+//! deadpool-redis pool you configured yourself (TLS, auth).
+//!
+//! # One script, one key per client
+//!
+//! Each decision is one `EVALSHA` of one Lua script (`lua/main.lua`, with
+//! `lua/prelude.lua` and the six algorithms joined in front of it at compile
+//! time): it reads the state, decides and writes, atomically, on Redis'
+//! command thread. No number of app servers can slip two requests between a
+//! read and a write, which check-then-increment from the client cannot
+//! promise. The in-memory store runs a Rust twin of each algorithm that
+//! property tests compare with the script, decision by decision.
+//!
+//! The state of one client under one limiter is one Redis key:
+//!
+//! ```text
+//! {prefix}:{limiter name}:{algorithm}:{<client key>}
+//! floodgate:api:sw:{203.0.113.9}
+//! floodgate:plan/day:fw:{user:7}         (one limit of a Limits named "day")
+//! ```
+//!
+//! The prefix ([`LimiterBuilder::prefix`](crate::LimiterBuilder::prefix),
+//! default `floodgate`) separates apps sharing a Redis; the
+//! [name](crate::LimiterBuilder::name) separates limiters (give every limiter
+//! its own, or two limiters with the same algorithm share counters). The
+//! client key sits inside braces, escaped so that it never contains one: in
+//! a cluster only the text between the braces picks the slot, so all of a
+//! client's keys live on one shard, and no client can move its key to
+//! another slot. Keys longer than 128 bytes are replaced by a hash. Every
+//! key has a TTL and disappears once the client has been idle long enough
+//! for it not to matter: idle clients cost nothing, no cleanup job needed.
+//! Memory per active client is 56 to 216 B depending on the algorithm (see
+//! [`choosing_an_algorithm`](super::choosing_an_algorithm)): a million
+//! clients active at once on a [`SlidingWindow`](crate::algorithm::SlidingWindow)
+//! limit take about 56 MB.
+//!
+//! # Clients that keep hammering: the deny cache
+//!
+//! A denied client that keeps sending costs one Redis call per request, all
+//! denied. [`LimiterBuilder::deny_cache(max_keys)`](crate::LimiterBuilder::deny_cache)
+//! remembers denials in the app server: until the time a denial names, the
+//! same request (same key, same cost) is denied again locally, with no
+//! Redis call (counted in `floodgate_cache_hits_total`). It is off by
+//! default because it is only exact when nothing gives room back from
+//! another process: turn it on for limiters that no other app server
+//! refunds, i.e. no [`Limiter::refund`](crate::Limiter::refund), no
+//! [`refund_when`](crate::layer::RateLimitLayer::refund_when), and
+//! [`refund_inner_denials(false)`](crate::layer::RateLimitLayer::refund_inner_denials)
+//! on a layer that wraps other limits.
+//!
+//! # What is atomic, and what is not
+//!
+//! | what | atomic? | how |
+//! |---|---|---|
+//! | one limit on one key | yes | one script call |
+//! | several limits on one key ([`Limits`](crate::algorithm::Limits)) | yes, all or nothing | one script call over all of them; one shard in a cluster (same hash tag) |
+//! | a refund ([`refund_when`](crate::layer::RateLimitLayer::refund_when), [`Limiter::refund`](crate::Limiter::refund)) | yes, by itself | one script call, made after the response |
+//! | several keys per request (stacked layers: per IP and per user, per user and global) | **no** | one call per layer, in order, possibly on different shards; an outer charge is refunded when an inner limit denies ([`refund_inner_denials`](crate::layer::RateLimitLayer::refund_inner_denials)), so for a moment it holds a charge it will give back |
+//! | [`count_only_when`](crate::layer::RateLimitLayer::count_only_when) | **no** | a peek before, a charge after the response: requests in flight together can overshoot (see [`several_limits`](super::several_limits)) |
+//!
+//! When two limits must hold together exactly, put them on one key as
+//! `Limits`.
+//!
+//! # Whose clock
+//!
+//! By default the script reads the Redis server's clock (`TIME`; Redis 7
+//! freezes it for the length of a script), so every app server decides by
+//! the same clock and skewed app-server clocks change nothing. Don't give a
+//! production limiter a [`clock`](crate::LimiterBuilder::clock): that makes
+//! each app server pass its own time, and their skew becomes error. The
+//! clock option is for tests ([`ManualClock`](crate::clock::ManualClock)),
+//! where it makes Redis decide deterministically too. A [`MemoryStore`]
+//! reads the system clock.
+//!
+//! # Redis Cluster
+//!
+//! [`RedisClusterStore`] is a drop-in replacement for [`RedisStore`]: the
+//! same scripts, the same decisions, each routed by its one key to the shard
+//! that owns it, so clients spread over all primaries. Redirections during
+//! resharding or failover (`MOVED`, `ASK`), `TRYAGAIN` and `CLUSTERDOWN` are
+//! retried: none of them ran the script, so retrying is safe. A connection
+//! that breaks *after* the call was sent is retried too, and may charge the
+//! request twice (a false denial later, never an admission too many).
+//!
+//! What no store can fix: Redis replicates asynchronously, so a failover can
+//! lose the last few milliseconds of charges, and until a replica is
+//! promoted (about `cluster-node-timeout` plus a second), decisions for the
+//! keys of the failed shard are made by the [failure policy](super::failures)
+//! while the other shards go on.
+//!
+//! A cluster pays off when each primary has a core or a machine of its own:
+//! BENCHMARKS.md measured a 3-primary cluster squeezed onto 2 cores at about
+//! the throughput of one Redis, not more. Stay on one [`RedisStore`] until
+//! one Redis core is busy.
+//!
+//! A [`Global`](crate::key::Global) key is one key, hence one shard: a
+//! fleet-wide global limit cannot spread over a cluster.
+//!
+//! [`MemoryStore`]: crate::store::MemoryStore
+//! [`RedisStore`]: crate::store::RedisStore
+//! [`RedisClusterStore`]: crate::store::RedisClusterStore
