@@ -19,6 +19,8 @@
 
 mod common;
 
+use common::http::serve;
+
 use axum::{routing::get, Router};
 use common::RedisServer;
 use floodgate::algorithm::*;
@@ -464,20 +466,6 @@ fn consistent(d: &Decision, cost: u64) -> Result<(), &'static str> {
 
 // ---------------------------------------------------------------------------
 // Through a real axum server.
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap()
-    });
-    format!("http://{addr}")
-}
 
 /// An app limited by `extractor`, with costs taken from an `x-cost` header
 /// (as the [`Cost`] extension) when present.

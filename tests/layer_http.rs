@@ -3,48 +3,24 @@
 
 mod common;
 
+use common::http::{on_both_stores, serve};
+
 #[allow(dead_code)]
 #[path = "../examples/axum_costs.rs"]
 mod axum_costs;
 
 use axum::{routing::get, Router};
-use common::{sf, RedisServer};
+use common::sf;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::headers::HeaderStyle;
 use floodgate::key::{Header, PeerIp};
 use floodgate::layer::{Cost, RateLimitLayer, Reason};
-use floodgate::store::{MemoryStore, RedisStore, Store};
+use floodgate::store::MemoryStore;
 use floodgate::Limiter;
 use reqwest::StatusCode;
 use serde_json::Value;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap()
-    });
-    format!("http://{addr}")
-}
-
-/// Run `test` once on a memory store and once on a fresh Redis.
-async fn on_both_stores<F, Fut>(test: F)
-where
-    F: Fn(Store) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    test(MemoryStore::new().into()).await;
-    let redis = RedisServer::start();
-    test(RedisStore::from_url(&redis.url()).unwrap().into()).await;
-}
 
 fn header<'a>(res: &'a reqwest::Response, name: &str) -> &'a str {
     res.headers()

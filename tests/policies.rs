@@ -5,42 +5,19 @@
 
 mod common;
 
+use common::http::{on_both_stores, serve};
+
 use axum::{http::StatusCode, routing::get, Router};
 use common::{sf, RedisServer};
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::key::{Global, Header, PeerIp};
 use floodgate::layer::RateLimitLayer;
-use floodgate::store::{MemoryStore, RedisStore, Store};
+use floodgate::store::{MemoryStore, RedisStore};
 use floodgate::Limiter;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 const MIN: Duration = Duration::from_secs(60);
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap()
-    });
-    format!("http://{addr}")
-}
-
-async fn on_both_stores<F, Fut>(test: F)
-where
-    F: Fn(Store) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    test(MemoryStore::new().into()).await;
-    let redis = RedisServer::start();
-    test(RedisStore::from_url(&redis.url()).unwrap().into()).await;
-}
 
 fn items(res: &reqwest::Response, name: &str) -> Vec<sf::Item> {
     sf::parse_list(res.headers()[name].to_str().unwrap()).unwrap()

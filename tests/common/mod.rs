@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod http;
 pub mod sf;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
