@@ -23,6 +23,9 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// Kills the server if this test process dies without dropping it (a
+    /// `static`, a SIGKILL): no orphan `redis-server` outlives its test.
+    reaper: Option<Child>,
     extra: Vec<String>,
 }
 
@@ -49,6 +52,7 @@ impl RedisServer {
             port,
             dir,
             child: None,
+            reaper: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         s.spawn();
@@ -77,6 +81,17 @@ impl RedisServer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL}"),
             Err(e) => panic!("could not start redis-server: {e}"),
         };
+        self.reaper = Command::new("sh")
+            .args([
+                "-c",
+                "while kill -0 \"$0\" 2>/dev/null; do sleep 1; done; kill -9 \"$1\" 2>/dev/null",
+                &std::process::id().to_string(),
+                &child.id().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok();
         self.child = Some(child);
         self.wait_ready();
     }
@@ -139,6 +154,7 @@ impl RedisServer {
             let _ = c.kill();
             let _ = c.wait();
         }
+        self.stop_reaper();
         // Wait until the port no longer answers.
         let deadline = Instant::now() + Duration::from_secs(5);
         while TcpStream::connect_timeout(&self.addr(), Duration::from_millis(50)).is_ok()
@@ -159,12 +175,22 @@ impl RedisServer {
     }
 }
 
+impl RedisServer {
+    fn stop_reaper(&mut self) {
+        if let Some(mut r) = self.reaper.take() {
+            let _ = r.kill();
+            let _ = r.wait();
+        }
+    }
+}
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
+        self.stop_reaper();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
