@@ -276,12 +276,29 @@ impl<A: Algorithm> Limiter<A> {
         if cached {
             return Ok(self.decide_all(parts, key, cost, mode).await?.combined);
         }
+        self.decide_one(part, key, cost, mode).await
+    }
+
+    /// One policy, one key: the fast path (no deny cache).
+    async fn decide_one(
+        &self,
+        part: &Part,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Decision, Error> {
         let inner = &*self.inner;
         let started = Instant::now();
         let storage = storage_key(&inner.prefix, &part.namespace, part.spec.tag(), key);
         let cost = part.spec.clamp_cost(cost);
         let now = self.now();
-        let span = tracing::debug_span!("floodgate.decide", limiter = %inner.name, policy = %part.policy, ?mode, cost);
+        // Spans cost even when nothing listens (axum enables tracing's `log`
+        // feature): make one only for a debug listener.
+        let span = if tracing::enabled!(tracing::Level::DEBUG) {
+            tracing::debug_span!("floodgate.decide", limiter = %inner.name, policy = %part.policy, ?mode, cost)
+        } else {
+            tracing::Span::none()
+        };
         let d = if let Store::Memory(m) = &inner.store {
             // Cannot fail, and needs no timer: no timeout, no breaker.
             let _span = span.entered();
@@ -316,6 +333,20 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         mode: Mode,
     ) -> Result<Decisions, Error> {
+        // One policy and no cache: the single-key path, without a decide
+        // first and a commit after, nor the vectors.
+        if let ([part], None) = (parts, &self.inner.deny_cache) {
+            let decision = self.decide_one(part, key, cost, mode).await?;
+            let each = vec![PolicyDecision {
+                name: part.policy.clone(),
+                policy: part.spec.policy(),
+                decision,
+            }];
+            return Ok(Decisions {
+                combined: decision,
+                each,
+            });
+        }
         let inner = &*self.inner;
         let started = Instant::now();
         let keys: Vec<String> = parts
@@ -344,7 +375,11 @@ impl<A: Algorithm> Limiter<A> {
             .max()
             .unwrap_or(cost);
         let now = self.now();
-        let span = tracing::debug_span!("floodgate.decide", limiter = %inner.name, policies = parts.len(), ?mode, cost);
+        let span = if tracing::enabled!(tracing::Level::DEBUG) {
+            tracing::debug_span!("floodgate.decide", limiter = %inner.name, policies = parts.len(), ?mode, cost)
+        } else {
+            tracing::Span::none()
+        };
         let decisions: Vec<Decision> = if let Store::Memory(m) = &inner.store {
             let _span = span.entered();
             m.decide_many(&targets, memory_now(now), cost, mode)

@@ -42,6 +42,11 @@ fn push_user_key(out: &mut String, user: &str) {
         }
         return;
     }
+    if escaped_len == user.len() {
+        // Nothing to escape: one copy.
+        out.push_str(user);
+        return;
+    }
     for b in user.bytes() {
         if plain(b) {
             out.push(b as char);
