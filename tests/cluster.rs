@@ -8,11 +8,11 @@
 mod common;
 
 use common::cluster::{key_slot, RedisCluster};
-use common::{seed4_times, T0};
+use common::T0;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::failure::{CircuitBreaker, FailurePolicy};
-use floodgate::store::{MemoryStore, RedisClusterStore, Store};
+use floodgate::store::{MemoryStore, RedisClusterStore};
 use floodgate::{Limiter, LimiterBuilder};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -43,108 +43,18 @@ fn prefix(what: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------
-// The seed tables: the same expectations as tests/seed_tables.rs.
-
-async fn admitted<A: Algorithm>(store: Store, alg: A, times: &[u64]) -> Vec<bool> {
-    let clock = ManualClock::new(times[0]);
-    let limiter = strict(Limiter::builder(store, alg))
-        .prefix(prefix("seed"))
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let mut out = Vec::with_capacity(times.len());
-    for &t in times {
-        clock.set(t);
-        out.push(limiter.check("ana", 1).await.unwrap().allowed);
-    }
-    out
-}
-
-async fn all(store: Store, times: &[u64]) -> Vec<(&'static str, Vec<bool>)> {
-    vec![
-        (
-            "fixed window",
-            admitted(store.clone(), FixedWindow::new(10, SEC), times).await,
-        ),
-        (
-            "sliding log",
-            admitted(store.clone(), SlidingLog::new(10, SEC), times).await,
-        ),
-        (
-            "sliding counter",
-            admitted(store.clone(), SlidingWindow::new(10, SEC), times).await,
-        ),
-        (
-            "token bucket",
-            admitted(store.clone(), TokenBucket::new(10, 10.0), times).await,
-        ),
-        (
-            "leaky bucket",
-            admitted(store.clone(), LeakyBucket::new(10, 10.0), times).await,
-        ),
-        ("gcra", admitted(store, Gcra::new(10, SEC), times).await),
-    ]
-}
-
-fn worst_1s(times: &[u64], admitted: &[bool]) -> usize {
-    let acc: Vec<u64> = times
-        .iter()
-        .zip(admitted)
-        .filter(|(_, a)| **a)
-        .map(|(t, _)| *t)
-        .collect();
-    (T0..T0 + 9000)
-        .step_by(5)
-        .map(|s| acc.iter().filter(|&&t| s <= t && t < s + 1000).count())
-        .max()
-        .unwrap()
-}
+// The seed tables (tests/common/seed.rs), on the cluster.
 
 #[tokio::test]
 async fn boundary_burst_on_cluster() {
     let cluster = RedisCluster::shared();
-    let times: Vec<u64> = [T0 + 990; 15].into_iter().chain([T0 + 1010; 15]).collect();
-    let got: Vec<(&str, usize, usize)> = all(store(&cluster).into(), &times)
-        .await
-        .into_iter()
-        .map(|(n, a)| {
-            (
-                n,
-                a[..15].iter().filter(|x| **x).count(),
-                a[15..].iter().filter(|x| **x).count(),
-            )
-        })
-        .collect();
-    let want = vec![
-        ("fixed window", 10, 10),
-        ("sliding log", 10, 0),
-        ("sliding counter", 10, 1),
-        ("token bucket", 10, 0),
-        ("leaky bucket", 10, 0),
-        ("gcra", 10, 0),
-    ];
-    assert_eq!(got, want);
+    common::seed::boundary_burst(|| store(&cluster).into()).await;
 }
 
 #[tokio::test]
 async fn steady_overload_on_cluster() {
     let cluster = RedisCluster::shared();
-    let times = seed4_times();
-    assert_eq!(times.len(), 200);
-    let got: Vec<(&str, usize, usize)> = all(store(&cluster).into(), &times)
-        .await
-        .into_iter()
-        .map(|(n, a)| (n, a.iter().filter(|x| **x).count(), worst_1s(&times, &a)))
-        .collect();
-    let want = vec![
-        ("fixed window", 100, 17),
-        ("sliding log", 93, 10),
-        ("sliding counter", 99, 12),
-        ("token bucket", 108, 19),
-        ("leaky bucket", 108, 19),
-        ("gcra", 108, 19),
-    ];
-    assert_eq!(got, want);
+    common::seed::steady_overload(|| store(&cluster).into()).await;
 }
 
 // ---------------------------------------------------------------------------

@@ -1,146 +1,29 @@
-//! The seed 000 experiments, reproduced exactly on both stores.
-//!
-//! Limit 10 per 1 s (token and leaky bucket: capacity 10 at 10/s; GCRA: 10
-//! per second, burst 10). The seed's Python published the first four rows;
-//! the leaky bucket and GCRA admit like a token bucket of the same capacity
-//! and rate, so their rows must equal the token bucket's.
+//! The seed 000 experiments, reproduced exactly on both stores (the
+//! experiments and their expected tables: `tests/common/seed.rs`).
 
 mod common;
 
-use common::{seed4_times, RedisServer, T0};
-use floodgate::algorithm::*;
-use floodgate::clock::ManualClock;
-use floodgate::store::{MemoryStore, RedisStore, Store};
-use floodgate::Limiter;
-use std::time::Duration;
-
-const SEC: Duration = Duration::from_secs(1);
-
-async fn admitted<A: Algorithm>(store: Store, alg: A, times: &[u64]) -> Vec<bool> {
-    let clock = ManualClock::new(times[0]);
-    let limiter = Limiter::builder(store, alg)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let mut out = Vec::with_capacity(times.len());
-    for &t in times {
-        clock.set(t);
-        out.push(limiter.check("ana", 1).await.unwrap().allowed);
-    }
-    out
-}
-
-/// (name, admitted per request) for all six algorithms.
-async fn all(store: impl Fn() -> Store, times: &[u64]) -> Vec<(&'static str, Vec<bool>)> {
-    vec![
-        (
-            "fixed window",
-            admitted(store(), FixedWindow::new(10, SEC), times).await,
-        ),
-        (
-            "sliding log",
-            admitted(store(), SlidingLog::new(10, SEC), times).await,
-        ),
-        (
-            "sliding counter",
-            admitted(store(), SlidingWindow::new(10, SEC), times).await,
-        ),
-        (
-            "token bucket",
-            admitted(store(), TokenBucket::new(10, 10.0), times).await,
-        ),
-        (
-            "leaky bucket",
-            admitted(store(), LeakyBucket::new(10, 10.0), times).await,
-        ),
-        ("gcra", admitted(store(), Gcra::new(10, SEC), times).await),
-    ]
-}
-
-fn worst_1s(times: &[u64], admitted: &[bool]) -> usize {
-    let acc: Vec<u64> = times
-        .iter()
-        .zip(admitted)
-        .filter(|(_, a)| **a)
-        .map(|(t, _)| *t)
-        .collect();
-    (T0..T0 + 9000)
-        .step_by(5)
-        .map(|s| acc.iter().filter(|&&t| s <= t && t < s + 1000).count())
-        .max()
-        .unwrap()
-}
-
-async fn boundary_burst(store: impl Fn() -> Store) {
-    let times: Vec<u64> = [T0 + 990; 15].into_iter().chain([T0 + 1010; 15]).collect();
-    let got: Vec<(&str, usize, usize)> = all(store, &times)
-        .await
-        .into_iter()
-        .map(|(n, a)| {
-            (
-                n,
-                a[..15].iter().filter(|x| **x).count(),
-                a[15..].iter().filter(|x| **x).count(),
-            )
-        })
-        .collect();
-    let want = vec![
-        ("fixed window", 10, 10),
-        ("sliding log", 10, 0),
-        ("sliding counter", 10, 1),
-        ("token bucket", 10, 0),
-        ("leaky bucket", 10, 0),
-        ("gcra", 10, 0),
-    ];
-    assert_eq!(got, want);
-}
-
-async fn steady_overload(store: impl Fn() -> Store) {
-    let times = seed4_times();
-    assert_eq!(times.len(), 200);
-    let got: Vec<(&str, usize, usize)> = all(store, &times)
-        .await
-        .into_iter()
-        .map(|(n, a)| (n, a.iter().filter(|x| **x).count(), worst_1s(&times, &a)))
-        .collect();
-    let want = vec![
-        ("fixed window", 100, 17),
-        ("sliding log", 93, 10),
-        ("sliding counter", 99, 12),
-        ("token bucket", 108, 19),
-        ("leaky bucket", 108, 19),
-        ("gcra", 108, 19),
-    ];
-    assert_eq!(got, want);
-}
+use common::{seed, RedisServer};
+use floodgate::store::{MemoryStore, RedisStore};
 
 #[tokio::test]
 async fn boundary_burst_in_memory() {
-    boundary_burst(|| MemoryStore::new().into()).await;
+    seed::boundary_burst(|| MemoryStore::new().into()).await;
 }
 
 #[tokio::test]
 async fn steady_overload_in_memory() {
-    steady_overload(|| MemoryStore::new().into()).await;
+    seed::steady_overload(|| MemoryStore::new().into()).await;
 }
 
 #[tokio::test]
 async fn boundary_burst_on_redis() {
     let redis = RedisServer::start();
-    // A fresh namespace per algorithm run: flush between them.
-    boundary_burst(|| {
-        redis.cmd::<()>(&["FLUSHALL"]);
-        RedisStore::from_url(&redis.url()).unwrap().into()
-    })
-    .await;
+    seed::boundary_burst(|| RedisStore::from_url(&redis.url()).unwrap().into()).await;
 }
 
 #[tokio::test]
 async fn steady_overload_on_redis() {
     let redis = RedisServer::start();
-    steady_overload(|| {
-        redis.cmd::<()>(&["FLUSHALL"]);
-        RedisStore::from_url(&redis.url()).unwrap().into()
-    })
-    .await;
+    seed::steady_overload(|| RedisStore::from_url(&redis.url()).unwrap().into()).await;
 }

@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod http;
+pub mod seed;
 pub mod sf;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
