@@ -24,6 +24,7 @@ mod common;
 use common::RedisServer;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
+use floodgate::failure::FailurePolicy;
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::{Decision, Error, Limiter};
 use std::future::Future;
@@ -66,6 +67,9 @@ fn case<A: Algorithm>(name: &'static str, alg: A) -> Case {
             let limiter = Limiter::builder(store, alg.clone())
                 .prefix(prefix)
                 .clock(clock.clone())
+                // Errors, not silent fail-open decisions, on a loaded machine.
+                .on_store_failure(FailurePolicy::ReturnError)
+                .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap();
             Arc::new(move |key: String, cost: u64| {
@@ -360,6 +364,9 @@ async fn gcra_admits_its_whole_burst_at_one_instant() {
             let limiter = Limiter::builder(store, alg)
                 .prefix(format!("seq{limit}"))
                 .clock(ManualClock::new(NOW))
+                // Errors, not silent fail-open decisions, on a loaded machine.
+                .on_store_failure(FailurePolicy::ReturnError)
+                .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap();
             let mut admitted = 0;

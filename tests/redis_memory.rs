@@ -9,6 +9,7 @@ mod common;
 use common::{seed4_times, RedisServer};
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
+use floodgate::failure::FailurePolicy;
 use floodgate::store::RedisStore;
 use floodgate::Limiter;
 use std::time::Duration;
@@ -29,6 +30,9 @@ async fn ours<A: Algorithm>(redis: &RedisServer, alg: A) -> u64 {
         .prefix("rl")
         .name("d")
         .clock(clock.clone())
+        // Errors, not silent fail-open decisions, on a loaded machine.
+        .on_store_failure(FailurePolicy::ReturnError)
+        .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
     for t in seed4_times() {

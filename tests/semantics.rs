@@ -5,6 +5,7 @@ mod common;
 use common::RedisServer;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
+use floodgate::failure::FailurePolicy;
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::{Decision, Limiter};
 use std::time::Duration;
@@ -32,6 +33,9 @@ fn both<A: Algorithm>(alg: A) -> Both<A> {
         .map(|s| {
             Limiter::builder(s, alg.clone())
                 .clock(clock.clone())
+                // Errors, not silent fail-open decisions, on a loaded machine.
+                .on_store_failure(FailurePolicy::ReturnError)
+                .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap()
         })

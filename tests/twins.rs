@@ -9,6 +9,7 @@ mod common;
 use common::RedisServer;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
+use floodgate::failure::FailurePolicy;
 use floodgate::store::{MemoryStore, RedisStore};
 use floodgate::Limiter;
 use proptest::prelude::*;
@@ -76,6 +77,9 @@ fn same_decisions<A: Algorithm>(
     let on_redis = Limiter::builder(store, alg.clone())
         .prefix(&prefix)
         .clock(clock.clone())
+        // Errors, not silent fail-open decisions, on a loaded machine.
+        .on_store_failure(FailurePolicy::ReturnError)
+        .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
     let in_memory = Limiter::builder(MemoryStore::new(), alg)
