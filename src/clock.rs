@@ -3,7 +3,7 @@
 //! By default a [`RedisStore`](crate::store::RedisStore) reads the Redis
 //! server's clock (`TIME`) inside the script, so app servers with skewed
 //! clocks still agree; a [`MemoryStore`](crate::store::MemoryStore) reads
-//! [`SystemClock`]. Tests set a [`ManualClock`] on the limiter and move time
+//! [`MonotonicClock`]. Tests set a [`ManualClock`] on the limiter and move time
 //! themselves, which makes every decision deterministic on either store.
 //!
 //! ```
@@ -16,7 +16,7 @@
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The latest time a decision uses: 2^48 ms, the year 10889. A clock
@@ -45,6 +45,33 @@ impl Clock for SystemClock {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+/// The wall clock read once, then moved on by the CPU's time-stamp counter
+/// (through `quanta`, as governor does): the [`MemoryStore`]'s default.
+///
+/// Reading it costs a few ns where [`SystemClock`] can cost over 100 (on
+/// virtual machines whose system clock is not read in user space), which
+/// for an in-memory decision is most of its cost. It never steps back when
+/// the system clock is adjusted, so an adjustment can never hand out a
+/// window or a bucket again; over a long uptime it can drift from the
+/// system clock by the counter's error (parts per million).
+///
+/// [`MemoryStore`]: crate::store::MemoryStore
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MonotonicClock;
+
+impl Clock for MonotonicClock {
+    fn now_ms(&self) -> u64 {
+        static ANCHOR: LazyLock<(u64, quanta::Clock, quanta::Instant)> = LazyLock::new(|| {
+            let counter = quanta::Clock::new();
+            let at = counter.now();
+            (SystemClock.now_ms(), counter, at)
+        });
+        let (wall, counter, at) = &*ANCHOR;
+        let since = counter.now().saturating_duration_since(*at);
+        wall + since.as_secs() * 1000 + u64::from(since.subsec_millis())
     }
 }
 

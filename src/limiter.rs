@@ -66,24 +66,30 @@ struct Part {
     policy: Arc<str>,
     /// Its namespace in the store: the limiter's name, or `limiter/policy`.
     namespace: String,
+    /// The id of `prefix:namespace:tag` in a memory store (0 elsewhere).
+    memory_ns: u64,
     spec: Spec,
 }
 
-fn parts_of<A: Algorithm>(limiter: &str, algorithm: &A) -> Vec<Part> {
+fn parts_of<A: Algorithm>(limiter: &str, prefix: &str, store: &Store, algorithm: &A) -> Vec<Part> {
     algorithm
         .parts()
         .into_iter()
-        .map(|(policy, spec)| match policy {
-            None => Part {
-                policy: limiter.into(),
-                namespace: limiter.to_string(),
+        .map(|(policy, spec)| {
+            let (policy, namespace) = match policy {
+                None => (limiter.into(), limiter.to_string()),
+                Some(p) => (p.clone(), format!("{limiter}/{p}")),
+            };
+            let memory_ns = match store {
+                Store::Memory(m) => m.namespace(&format!("{prefix}:{namespace}:{}", spec.tag())),
+                _ => 0,
+            };
+            Part {
+                policy,
+                namespace,
+                memory_ns,
                 spec,
-            },
-            Some(p) => Part {
-                namespace: format!("{limiter}/{p}"),
-                policy: p,
-                spec,
-            },
+            }
         })
         .collect()
 }
@@ -130,6 +136,12 @@ impl<A: Algorithm> Limiter<A> {
     /// A cost of 0 is always admitted and reports the key's state. A cost
     /// above the limit can never fit: it is denied with no `retry_after`.
     pub async fn check(&self, key: &str, cost: u64) -> Result<Decision, Error> {
+        // The memory store's common case, without entering another future.
+        if let ([part], None) = (&*self.inner.parts, &self.inner.deny_cache) {
+            if let Some(d) = self.in_memory(part, key, cost, Mode::Check) {
+                return Ok(d);
+            }
+        }
         self.decide(&self.inner.parts, key, cost, Mode::Check).await
     }
 
@@ -151,7 +163,7 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         algorithm: &A,
     ) -> Result<Decisions, Error> {
-        let parts = parts_of(&self.inner.name, algorithm);
+        let parts = self.parts_of(algorithm);
         self.decide_all(&parts, key, cost, Mode::Check).await
     }
 
@@ -179,7 +191,7 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         algorithm: &A,
     ) -> Result<Decision, Error> {
-        let parts = parts_of(&self.inner.name, algorithm);
+        let parts = self.parts_of(algorithm);
         self.decide(&parts, key, cost, Mode::Refund).await
     }
 
@@ -194,10 +206,7 @@ impl<A: Algorithm> Limiter<A> {
         let mode = if peek_only { Mode::Peek } else { Mode::Check };
         match quota {
             None => self.decide_all(&self.inner.parts, key, cost, mode).await,
-            Some(a) => {
-                self.decide_all(&parts_of(&self.inner.name, a), key, cost, mode)
-                    .await
-            }
+            Some(a) => self.decide_all(&self.parts_of(a), key, cost, mode).await,
         }
     }
 
@@ -228,21 +237,19 @@ impl<A: Algorithm> Limiter<A> {
     ) -> Result<Decision, Error> {
         match quota {
             None => self.decide(&self.inner.parts, key, cost, mode).await,
-            Some(a) => {
-                self.decide(&parts_of(&self.inner.name, a), key, cost, mode)
-                    .await
-            }
+            Some(a) => self.decide(&self.parts_of(a), key, cost, mode).await,
         }
+    }
+
+    fn parts_of(&self, algorithm: &A) -> Vec<Part> {
+        let inner = &*self.inner;
+        parts_of(&inner.name, &inner.prefix, &inner.store, algorithm)
     }
 
     /// The limiter's clock, or a local monotonic one: what the deny cache
     /// measures time with.
     fn local_now(&self) -> u64 {
-        static ANCHOR: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
-        match &self.inner.clock {
-            Some(c) => crate::clock::bounded(c.now_ms()),
-            None => ANCHOR.elapsed().as_millis() as u64,
-        }
+        memory_now(self.now())
     }
 
     /// Whether the deny cache applies: charges to the limiter's own policies.
@@ -279,6 +286,31 @@ impl<A: Algorithm> Limiter<A> {
         self.decide_one(part, key, cost, mode).await
     }
 
+    /// The decision of one policy on the memory store (`None` on any other
+    /// store), made right here, outside any future: it cannot fail and takes
+    /// ~100 ns, so no timeout, no breaker, no latency timer, and the key is
+    /// looked up without building it. The deny cache is the caller's.
+    #[inline]
+    fn in_memory(&self, part: &Part, key: &str, cost: u64, mode: Mode) -> Option<Decision> {
+        let inner = &*self.inner;
+        let Store::Memory(m) = &inner.store else {
+            return None;
+        };
+        let cost = part.spec.clamp_cost(cost);
+        let now = memory_now(self.now());
+        let decide = || {
+            m.decide_one(&part.spec, part.memory_ns, key, now, cost, mode)
+                .decision()
+        };
+        let d = if tracing::enabled!(tracing::Level::DEBUG) {
+            self.span(&part.policy, mode, cost).in_scope(decide)
+        } else {
+            decide()
+        };
+        inner.metrics.counted(d.allowed);
+        Some(d)
+    }
+
     /// One policy, one key: the fast path (no deny cache).
     async fn decide_one(
         &self,
@@ -287,43 +319,45 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         mode: Mode,
     ) -> Result<Decision, Error> {
+        if let Some(d) = self.in_memory(part, key, cost, mode) {
+            return Ok(d);
+        }
         let inner = &*self.inner;
-        let started = Instant::now();
-        let storage = storage_key(&inner.prefix, &part.namespace, part.spec.tag(), key);
         let cost = part.spec.clamp_cost(cost);
         let now = self.now();
-        // Spans cost even when nothing listens (axum enables tracing's `log`
-        // feature): make one only for a debug listener.
-        let span = if tracing::enabled!(tracing::Level::DEBUG) {
-            tracing::debug_span!("floodgate.decide", limiter = %inner.name, policy = %part.policy, ?mode, cost)
-        } else {
-            tracing::Span::none()
+        let started = Instant::now();
+        let storage = storage_key(&inner.prefix, &part.namespace, part.spec.tag(), key);
+        let store = inner
+            .store
+            .decide_one(&part.spec, &storage, now, cost, mode);
+        let call = failure::Call {
+            limiter: &inner.name,
+            specs: &[&part.spec],
+            key,
+            cost,
+            mode,
         };
-        let d = if let Store::Memory(m) = &inner.store {
-            // Cannot fail, and needs no timer: no timeout, no breaker.
-            let _span = span.entered();
-            m.decide_one(&part.spec, &storage, memory_now(now), cost, mode)
-                .decision()
-        } else {
-            let store = inner
-                .store
-                .decide_one(&part.spec, &storage, now, cost, mode);
-            let call = failure::Call {
-                limiter: &inner.name,
-                specs: &[&part.spec],
-                key,
-                cost,
-                mode,
-            };
-            let store = async { store.await.map(|r| vec![r]) };
-            let mut each = inner.guard.decide(call, store).instrument(span).await?;
-            each.pop()
-                .ok_or_else(|| Error::Config(ConfigError::new("algorithm", "no policy")))?
-        };
+        let store = async { store.await.map(|r| vec![r]) };
+        let span = self.span(&part.policy, mode, cost);
+        let mut each = inner.guard.decide(call, store).instrument(span).await?;
+        let d = each
+            .pop()
+            .ok_or_else(|| Error::Config(ConfigError::new("algorithm", "no policy")))?;
         inner
             .metrics
             .decided(d.allowed, d.degraded, started.elapsed());
         Ok(d)
+    }
+
+    /// A debug span per decision. Spans cost even when nothing listens
+    /// (axum enables tracing's `log` feature): make one only for a debug
+    /// listener.
+    fn span(&self, policy: &str, mode: Mode, cost: u64) -> tracing::Span {
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            tracing::debug_span!("floodgate.decide", limiter = %self.inner.name, policy, ?mode, cost)
+        } else {
+            tracing::Span::none()
+        }
     }
 
     async fn decide_all(
@@ -349,25 +383,34 @@ impl<A: Algorithm> Limiter<A> {
         }
         let inner = &*self.inner;
         let started = Instant::now();
-        let keys: Vec<String> = parts
-            .iter()
-            .map(|p| storage_key(&inner.prefix, &p.namespace, p.spec.tag(), key))
-            .collect();
+        // Storage keys are built only where they are used: Redis, and the
+        // deny cache.
         let cache = self.cacheable(parts, mode);
+        let memory = match &inner.store {
+            Store::Memory(m) => Some(m),
+            _ => None,
+        };
+        let keys: Vec<String> = if memory.is_none() || cache.is_some() {
+            parts
+                .iter()
+                .map(|p| storage_key(&inner.prefix, &p.namespace, p.spec.tag(), key))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let asked = self.local_now();
         if let Some(hit) = cache.and_then(|c| c.get(&keys[0], cost, asked)) {
             inner.metrics.cache_hit();
             return Ok(hit);
         }
         if let (Mode::Refund, Some(c)) = (mode, &inner.deny_cache) {
-            c.forget(&keys[0]);
+            c.forget(&storage_key(
+                &inner.prefix,
+                &parts[0].namespace,
+                parts[0].spec.tag(),
+                key,
+            ));
         }
-        let specs: Vec<&Spec> = parts.iter().map(|p| &p.spec).collect();
-        let targets: Vec<(&str, &Spec)> = keys
-            .iter()
-            .map(|k| k.as_str())
-            .zip(specs.iter().copied())
-            .collect();
         // Any cost above every maximum is denied alike; this bounds the numbers.
         let cost = parts
             .iter()
@@ -380,13 +423,21 @@ impl<A: Algorithm> Limiter<A> {
         } else {
             tracing::Span::none()
         };
-        let decisions: Vec<Decision> = if let Store::Memory(m) = &inner.store {
+        let decisions: Vec<Decision> = if let Some(m) = memory {
             let _span = span.entered();
+            let targets: Vec<(u64, &str, &Spec)> =
+                parts.iter().map(|p| (p.memory_ns, key, &p.spec)).collect();
             m.decide_many(&targets, memory_now(now), cost, mode)
                 .into_iter()
                 .map(|r| r.decision())
                 .collect()
         } else {
+            let specs: Vec<&Spec> = parts.iter().map(|p| &p.spec).collect();
+            let targets: Vec<(&str, &Spec)> = keys
+                .iter()
+                .map(|k| k.as_str())
+                .zip(specs.iter().copied())
+                .collect();
             let store = inner.store.decide_many(&targets, now, cost, mode);
             let call = failure::Call {
                 limiter: &inner.name,
@@ -409,9 +460,13 @@ impl<A: Algorithm> Limiter<A> {
         let combined = Decision::combine(each.iter().map(|p| p.decision)).ok_or_else(|| {
             Error::Config(ConfigError::new("algorithm", "the limiter has no policy"))
         })?;
-        inner
-            .metrics
-            .decided(combined.allowed, combined.degraded, started.elapsed());
+        if memory.is_some() {
+            inner.metrics.counted(combined.allowed);
+        } else {
+            inner
+                .metrics
+                .decided(combined.allowed, combined.degraded, started.elapsed());
+        }
         let decisions = Decisions { combined, each };
         if let Some(c) = cache {
             if decisions.combined.allowed {
@@ -504,7 +559,7 @@ impl<A: Algorithm> LimiterBuilder<A> {
     }
 
     /// Take the time of every decision from `clock` instead of the store's
-    /// own (Redis `TIME`, or the system clock for memory). For tests, a
+    /// own (Redis `TIME`, or a [`MonotonicClock`](crate::clock::MonotonicClock) for memory). For tests, a
     /// [`ManualClock`](crate::clock::ManualClock); in production prefer the
     /// default, one time source for all app servers.
     pub fn clock(mut self, clock: impl Clock) -> Self {
@@ -574,7 +629,7 @@ impl<A: Algorithm> LimiterBuilder<A> {
     /// Check the configuration and build the limiter.
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         validate_names(&self.prefix, &self.name)?;
-        let parts = parts_of(&self.name, &self.algorithm);
+        let parts = parts_of(&self.name, &self.prefix, &self.store, &self.algorithm);
         if parts.is_empty() {
             return Err(ConfigError::new(
                 "algorithm",

@@ -1,17 +1,25 @@
 //! The Prometheus example's `/metrics` shows floodgate's counters and its
-//! decision-latency histogram, with the right counts.
+//! decision-latency histogram, with the right counts: on Redis every
+//! decision is timed; on the memory store decisions are counted, not timed.
 
 #[allow(dead_code)]
 #[path = "../examples/prometheus.rs"]
 mod prometheus;
 
-use floodgate::store::MemoryStore;
+mod common;
+
+use floodgate::algorithm::Gcra;
+use floodgate::store::{MemoryStore, RedisStore};
+use floodgate::Limiter;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 #[tokio::test]
 async fn counters_and_latency_histogram_reach_prometheus() {
     let handle = prometheus::install();
-    let app = prometheus::app(MemoryStore::new().into(), handle);
+    let redis = common::RedisServer::start();
+    let store = RedisStore::from_url(&redis.url()).unwrap();
+    let app = prometheus::app(store.into(), handle);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -27,12 +35,8 @@ async fn counters_and_latency_histogram_reach_prometheus() {
         denied += usize::from(reqwest::get(&base).await.unwrap().status() == 429);
     }
     assert!(denied >= 3, "burst of 10 then denials, got {denied}");
-    let text = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let scrape = || async { reqwest::get(format!("{base}/metrics")).await?.text().await };
+    let text = scrape().await.unwrap();
     let value = |line_start: &str| -> f64 {
         let line = text
             .lines()
@@ -55,6 +59,36 @@ async fn counters_and_latency_histogram_reach_prometheus() {
     );
     assert!(
         text.contains(r#"floodgate_decision_seconds{limiter="per-ip",quantile="0.99"}"#),
+        "{text}"
+    );
+
+    // A memory limiter: every decision counted, none timed.
+    let memory = Limiter::builder(MemoryStore::new(), Gcra::new(2, Duration::from_secs(60)))
+        .name("in-memory")
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        memory.check("k", 1).await.unwrap();
+    }
+    let text = scrape().await.unwrap();
+    let count = |line_start: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.starts_with(line_start))?;
+        line.rsplit(' ').next()?.parse().ok()
+    };
+    assert_eq!(
+        count(r#"floodgate_decisions_total{limiter="in-memory",outcome="allowed"}"#),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        count(r#"floodgate_decisions_total{limiter="in-memory",outcome="denied"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    // Registered when the limiter was built, never recorded into.
+    assert_eq!(
+        count(r#"floodgate_decision_seconds_count{limiter="in-memory"}"#).unwrap_or(0.0),
+        0.0,
         "{text}"
     );
 }

@@ -1,4 +1,4 @@
-use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::spec::{floor, reply, Reply, Spec, State, Write, SLACK_MS};
 use super::validate;
 use crate::ConfigError;
 use std::time::Duration;
@@ -55,7 +55,7 @@ pub(super) fn decide(
     refund: bool,
     write: bool,
 ) -> (Reply, Write) {
-    let idx = (now / window).floor();
+    let idx = floor(now / window);
     let reset = (idx + 1.0) * window - now;
     let count = match state {
         Some(State::Counter { idx: i, count }) if *i == idx => *count,

@@ -1,4 +1,4 @@
-use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::spec::{ceil, floor, reply, Reply, Spec, State, Write, SLACK_MS};
 use super::validate;
 use crate::ConfigError;
 use std::time::Duration;
@@ -86,12 +86,12 @@ pub(super) fn virtual_schedule(
     };
     let backlog = (backlog - (now - ts).max(0.0)).max(0.0);
     let ts = ts.max(now);
-    let remaining = |b: f64| ((tau - b + EPS) / interval).floor();
+    let remaining = |b: f64| floor((tau - b + EPS) / interval);
     let mut store = |b: f64| {
         if write {
             *state = Some(State::Backlog { backlog: b, ts });
         }
-        write.then_some((b.ceil() + SLACK_MS) as u64)
+        write.then_some((ceil(b) + SLACK_MS) as u64)
     };
     if refund {
         let b = (backlog - cost * interval).max(0.0);

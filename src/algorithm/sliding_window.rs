@@ -1,4 +1,4 @@
-use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
+use super::spec::{floor, reply, Reply, Spec, State, Write, SLACK_MS};
 use super::validate;
 use crate::ConfigError;
 use std::time::Duration;
@@ -54,14 +54,14 @@ pub(super) fn decide(
     refund: bool,
     write: bool,
 ) -> (Reply, Write) {
-    let idx = (now / window).floor();
+    let idx = floor(now / window);
     let (cur, prev) = match *state {
         Some(State::Counters { idx: i, cur, prev }) if i == idx => (cur, prev),
         Some(State::Counters { idx: i, cur, .. }) if i == idx - 1.0 => (0.0, cur),
         _ => (0.0, 0.0),
     };
     let elapsed = now - idx * window;
-    let used = |p: f64, c: f64, e: f64| (p * (window - e) / window + c).floor();
+    let used = |p: f64, c: f64, e: f64| floor(p * (window - e) / window + c);
     let reset_of = |c: f64, p: f64| {
         if c > 0.0 {
             (idx + 2.0) * window - now
@@ -106,7 +106,7 @@ pub(super) fn decide(
     let first_fit = |p: f64, c: f64, lo: f64| {
         let mut e = lo;
         if p > 0.0 {
-            e = (window - (room + 1.0 - c) * window / p).floor() + 1.0;
+            e = floor(window - (room + 1.0 - c) * window / p) + 1.0;
             e = e.max(lo).min(window);
         }
         while e > lo && used(p, c, e - 1.0) <= room {

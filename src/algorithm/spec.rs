@@ -377,8 +377,34 @@ pub(crate) fn ms(x: f64) -> i64 {
     if x <= 0.0 {
         0
     } else {
-        x.ceil() as i64
+        ceil(x) as i64
     }
+}
+
+/// `x.floor()`, without the call into libm that x86-64's baseline
+/// instruction set needs (a fifth of a GCRA decision in memory). Exact:
+/// below 2^52 in magnitude truncating to an integer is exact, and from 2^52
+/// on every double is already whole.
+#[inline]
+pub(crate) fn floor(x: f64) -> f64 {
+    if x.abs() < 4_503_599_627_370_496.0 {
+        let t = x as i64 as f64;
+        if t > x {
+            t - 1.0
+        } else if t == x {
+            x // keeps -0.0
+        } else {
+            t
+        }
+    } else {
+        x
+    }
+}
+
+/// `x.ceil()`, like [`floor`].
+#[inline]
+pub(crate) fn ceil(x: f64) -> f64 {
+    -floor(-x)
 }
 
 /// Lua's `reply()`.
@@ -420,6 +446,57 @@ mod tests {
     use super::*;
     use crate::algorithm::sealed::Sealed;
     use crate::algorithm::*;
+    use proptest::prelude::*;
+
+    fn same(a: f64, b: f64) -> bool {
+        a.to_bits() == b.to_bits()
+    }
+
+    #[test]
+    fn floor_and_ceil_are_libm_s_at_the_edges() {
+        let two52 = 4_503_599_627_370_496.0_f64;
+        for x in [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            0.999_999_999,
+            -0.999_999_999,
+            1e-300,
+            -1e-300,
+            two52 - 0.5,
+            -(two52 - 0.5),
+            two52,
+            -two52,
+            two52 + 2.0,
+            1e300,
+            -1e300,
+            (1u64 << 48) as f64 + 0.25,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert!(same(floor(x), x.floor()), "floor({x})");
+            assert!(same(ceil(x), x.ceil()), "ceil({x})");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn floor_and_ceil_are_libm_s(bits in any::<u64>()) {
+            let x = f64::from_bits(bits);
+            prop_assume!(!x.is_nan());
+            prop_assert!(same(floor(x), x.floor()), "floor({x})");
+            prop_assert!(same(ceil(x), x.ceil()), "ceil({x})");
+        }
+
+        #[test]
+        fn floor_and_ceil_match_on_decision_sized_numbers(x in -1e16f64..1e16) {
+            prop_assert!(same(floor(x), x.floor()), "floor({x})");
+            prop_assert!(same(ceil(x), x.ceil()), "ceil({x})");
+        }
+    }
 
     #[test]
     fn the_command_sends_what_the_string_args_say() {

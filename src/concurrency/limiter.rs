@@ -125,7 +125,8 @@ impl Drop for Permit {
             let now = inner
                 .clock
                 .as_ref()
-                .map_or_else(|| crate::clock::SystemClock.now_ms(), |c| c.now_ms());
+                .map(|c| crate::clock::bounded(c.now_ms()));
+            let now = crate::store::memory_now(now);
             m.lease(&storage, now, "release", &id, inner.max, inner.lease_ms);
             return;
         }

@@ -130,7 +130,8 @@
 //! each app server pass its own time, and their skew becomes error. The
 //! clock option is for tests ([`ManualClock`](crate::clock::ManualClock)),
 //! where it makes Redis decide deterministically too. A [`MemoryStore`]
-//! reads the system clock.
+//! reads a [`MonotonicClock`](crate::clock::MonotonicClock): the system clock
+//! once, then the CPU's counter.
 //!
 //! # Redis Cluster
 //!

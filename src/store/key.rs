@@ -26,20 +26,28 @@ pub(crate) fn storage_key(prefix: &str, name: &str, tag: &str, user: &str) -> St
     out
 }
 
+/// What stands for a user key too long to keep: `#` and a 128-bit hash of it.
+pub(crate) fn hashed_user_key(user: &str) -> String {
+    let mut out = String::with_capacity(33);
+    out.push('#');
+    for b in &Sha256::digest(user.as_bytes())[..16] {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
 fn plain(b: u8) -> bool {
     b.is_ascii_graphic() && !matches!(b, b'{' | b'}' | b'%' | b'#')
 }
 
 fn push_user_key(out: &mut String, user: &str) {
     let escaped_len: usize = user.bytes().map(|b| if plain(b) { 1 } else { 3 }).sum();
-    if user.is_empty() || escaped_len > MAX_KEY_BYTES {
-        // `#` alone for the empty key, `#` + 128-bit hash for long ones.
+    if user.is_empty() {
         out.push('#');
-        if !user.is_empty() {
-            for b in &Sha256::digest(user.as_bytes())[..16] {
-                let _ = write!(out, "{b:02x}");
-            }
-        }
+        return;
+    }
+    if escaped_len > MAX_KEY_BYTES {
+        out.push_str(&hashed_user_key(user));
         return;
     }
     if escaped_len == user.len() {

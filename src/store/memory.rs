@@ -1,6 +1,8 @@
 //! The in-process store: the algorithms' Rust twins over sharded hash maps.
 
+use super::key::{hashed_user_key, MAX_KEY_BYTES};
 use crate::algorithm::{Mode, Reply, Spec, State};
+use hashbrown::HashTable;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
@@ -39,10 +41,26 @@ struct Inner {
     shards: Box<[Mutex<Shard>]>,
     hasher: foldhash::fast::RandomState,
     max_per_shard: usize,
+    /// Ids of the namespaces limiters write to (`prefix:name:tag`), so that
+    /// a decision looks its key up without building a string.
+    namespaces: Mutex<HashMap<Box<str>, u64>>,
 }
 
+/// A key in the store: its namespace's id and the user key, as is (or its
+/// hash when too long, with [`HASHED`] set in `ns`).
+#[derive(PartialEq, Eq)]
+struct Key {
+    ns: u64,
+    user: Box<str>,
+}
+
+/// Namespace 0 holds keys given whole (already `prefix:name:tag:{user}`).
+pub(crate) const RAW: u64 = 0;
+/// Set in a key's namespace when its user part is a hash of a long key.
+const HASHED: u64 = 1 << 63;
+
 struct Shard {
-    map: HashMap<Box<str>, Entry, foldhash::fast::RandomState>,
+    table: HashTable<(Key, Entry)>,
     /// Sweep expired entries when the map reaches this size.
     sweep_at: usize,
     /// New keys since the last sweep.
@@ -56,6 +74,14 @@ struct Entry {
     expires_at: u64,
 }
 
+/// Where a key lives: its hash, its shard, and the key itself (the user key
+/// hashed when it is longer than the Redis store would keep).
+struct Slot<'a> {
+    hash: u64,
+    ns: u64,
+    user: std::borrow::Cow<'a, str>,
+}
+
 /// Sweeps never run on maps smaller than this: sweeping tiny maps buys nothing.
 const MIN_SWEEP: usize = 256;
 
@@ -67,6 +93,8 @@ impl MemoryStore {
 
     /// A store holding at most `max_keys` keys (at least one per shard).
     pub fn with_max_keys(max_keys: usize) -> Self {
+        // Calibrate the clock now rather than on the first decision.
+        crate::clock::Clock::now_ms(&crate::clock::MonotonicClock);
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
         // Never more shards than keys, so every shard holds at least one and
         // their bounds add up to at most `max_keys`.
@@ -80,7 +108,7 @@ impl MemoryStore {
         let shards = (0..shards)
             .map(|_| {
                 Mutex::new(Shard {
-                    map: HashMap::default(),
+                    table: HashTable::new(),
                     sweep_at: MIN_SWEEP.min(max_per_shard),
                     inserts: 0,
                     scanned: 0,
@@ -92,13 +120,14 @@ impl MemoryStore {
                 shards,
                 hasher: foldhash::fast::RandomState::default(),
                 max_per_shard,
+                namespaces: Mutex::new(HashMap::new()),
             }),
         }
     }
 
     /// The number of keys held now, expired ones not yet swept included.
     pub fn len(&self) -> usize {
-        self.inner.shards.iter().map(|s| lock(s).map.len()).sum()
+        self.inner.shards.iter().map(|s| lock(s).table.len()).sum()
     }
 
     /// Whether no key is held.
@@ -117,29 +146,74 @@ impl MemoryStore {
     /// Drop every key whose state has expired at `now_ms`.
     pub fn sweep(&self, now_ms: u64) {
         for shard in self.inner.shards.iter() {
-            lock(shard).map.retain(|_, e| e.expires_at > now_ms);
+            lock(shard).table.retain(|(_, e)| e.expires_at > now_ms);
         }
     }
 
-    fn shard_of(&self, key: &str) -> usize {
-        self.inner.hasher.hash_one(key) as usize & (self.inner.shards.len() - 1)
+    /// The id of namespace `name` (`prefix:name:tag`), the same for every
+    /// limiter writing to it, as the key prefix is on Redis.
+    pub(crate) fn namespace(&self, name: &str) -> u64 {
+        let mut ids = self
+            .inner
+            .namespaces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(&id) = ids.get(name) {
+            return id;
+        }
+        let id = ids.len() as u64 + 1;
+        ids.insert(name.into(), id);
+        id
     }
 
-    /// Decide one key: the script's `main.lua` with one key.
+    fn slot<'a>(&self, ns: u64, user: &'a str) -> Slot<'a> {
+        // Long keys are hashed as on Redis: they cannot blow up memory.
+        let (ns, user): (u64, std::borrow::Cow<str>) = if user.len() > MAX_KEY_BYTES {
+            (ns | HASHED, hashed_user_key(user).into())
+        } else {
+            (ns, user.into())
+        };
+        Slot {
+            hash: self.inner.hasher.hash_one((ns, &*user)),
+            ns,
+            user,
+        }
+    }
+
+    fn shard(&self, slot: &Slot<'_>) -> usize {
+        // Bits above those the table indexes with, below its tag bits.
+        (slot.hash >> 32) as usize & (self.inner.shards.len() - 1)
+    }
+
+    /// Decide one key: the script's `main.lua` with one key. `ns` is from
+    /// [`namespace`](Self::namespace), or [`RAW`] for a whole storage key.
     pub(crate) fn decide_one(
         &self,
         spec: &Spec,
-        key: &str,
+        ns: u64,
+        user: &str,
         now: u64,
         cost: u64,
         mode: Mode,
     ) -> Reply {
-        let mut shard = lock(&self.inner.shards[self.shard_of(key)]);
+        let slot = self.slot(ns, user);
+        let mut shard = lock(&self.inner.shards[self.shard(&slot)]);
         let max = self.inner.max_per_shard;
-        shard.run(spec, key, now, cost, mode, mode != Mode::Peek, max)
+        let hasher = &self.inner.hasher;
+        shard.run(
+            hasher,
+            spec,
+            &slot,
+            now,
+            cost,
+            mode,
+            mode != Mode::Peek,
+            max,
+        )
     }
 
-    /// The twin of `lua/concurrency.lua`: acquire or release a lease.
+    /// The twin of `lua/concurrency.lua`: acquire or release a lease on the
+    /// whole storage key `key`.
     pub(crate) fn lease(
         &self,
         key: &str,
@@ -149,9 +223,10 @@ impl MemoryStore {
         max: u64,
         lease_ms: u64,
     ) -> [i64; 4] {
-        let mut shard = lock(&self.inner.shards[self.shard_of(key)]);
+        let slot = self.slot(RAW, key);
+        let mut shard = lock(&self.inner.shards[self.shard(&slot)]);
         let max_keys = self.inner.max_per_shard;
-        let entry = shard.map.get_mut(key).filter(|e| e.expires_at > now);
+        let entry = shard.get_mut(&slot).filter(|e| e.expires_at > now);
         let mut leases = match entry.and_then(|e| e.state.take()) {
             Some(State::Leases(l)) => l,
             _ => Vec::new(),
@@ -180,41 +255,42 @@ impl MemoryStore {
                 )
             }
         };
-        match shard.map.get_mut(key) {
+        match shard.get_mut(&slot) {
             Some(e) => {
                 e.state = Some(State::Leases(leases));
                 if let Some(ttl) = ttl {
                     e.expires_at = now + ttl;
                 }
             }
-            None if ttl.is_some() => {
-                shard.make_room(now, max_keys);
-                let expires_at = now + ttl.unwrap_or(0);
-                shard.map.insert(
-                    key.into(),
-                    Entry {
+            None => {
+                if let Some(ttl) = ttl {
+                    let entry = Entry {
                         state: Some(State::Leases(leases)),
-                        expires_at,
-                    },
-                );
+                        expires_at: now + ttl,
+                    };
+                    shard.insert(&self.inner.hasher, &slot, entry, now, max_keys);
+                }
             }
-            None => {}
         }
         reply
     }
 
-    /// Decide several keys all or nothing, like the script: every key is
-    /// decided first, and written only if all admit.
+    /// Decide several keys (namespace, user key) all or nothing, like the
+    /// script: every key is decided first, and written only if all admit.
     pub(crate) fn decide_many(
         &self,
-        targets: &[(&str, &Spec)],
+        targets: &[(u64, &str, &Spec)],
         now: u64,
         cost: u64,
         mode: Mode,
     ) -> Vec<Reply> {
+        let slots: Vec<(Slot<'_>, &Spec)> = targets
+            .iter()
+            .map(|&(ns, user, spec)| (self.slot(ns, user), spec))
+            .collect();
         // Lock every shard involved, in index order so that two calls
         // never wait on each other.
-        let mut ids: Vec<usize> = targets.iter().map(|(k, _)| self.shard_of(k)).collect();
+        let mut ids: Vec<usize> = slots.iter().map(|(s, _)| self.shard(s)).collect();
         ids.sort_unstable();
         ids.dedup();
         let mut guards: Vec<_> = ids
@@ -222,30 +298,55 @@ impl MemoryStore {
             .map(|&i| (i, lock(&self.inner.shards[i])))
             .collect();
         let max = self.inner.max_per_shard;
-        let mut run = |key: &str, spec: &Spec, write: bool| {
-            let i = self.shard_of(key);
+        let hasher = &self.inner.hasher;
+        let mut run = |slot: &Slot<'_>, spec: &Spec, write: bool| {
+            let i = self.shard(slot);
             let shard = &mut guards
                 .iter_mut()
                 .find(|(j, _)| *j == i)
                 .expect("locked above")
                 .1;
-            shard.run(spec, key, now, cost, mode, write, max)
+            shard.run(hasher, spec, slot, now, cost, mode, write, max)
         };
-        let replies: Vec<Reply> = targets.iter().map(|(k, s)| run(k, s, false)).collect();
+        let replies: Vec<Reply> = slots.iter().map(|(k, s)| run(k, s, false)).collect();
         if mode == Mode::Peek || !replies.iter().all(|r| r.allowed) {
             return replies;
         }
-        targets.iter().map(|(k, s)| run(k, s, true)).collect()
+        slots.iter().map(|(k, s)| run(k, s, true)).collect()
     }
 }
 
 impl Shard {
+    fn get_mut(&mut self, slot: &Slot<'_>) -> Option<&mut Entry> {
+        self.table
+            .find_mut(slot.hash, |(k, _)| k.ns == slot.ns && *k.user == *slot.user)
+            .map(|(_, e)| e)
+    }
+
+    fn insert(
+        &mut self,
+        hasher: &foldhash::fast::RandomState,
+        slot: &Slot<'_>,
+        entry: Entry,
+        now: u64,
+        max: usize,
+    ) {
+        self.make_room(hasher, now, max);
+        let key = Key {
+            ns: slot.ns,
+            user: (*slot.user).into(),
+        };
+        self.table
+            .insert_unique(slot.hash, (key, entry), |(k, _)| hash_of(hasher, k));
+    }
+
     /// One key's twin, on this (locked) shard.
     #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
+        hasher: &foldhash::fast::RandomState,
         spec: &Spec,
-        key: &str,
+        slot: &Slot<'_>,
         now: u64,
         cost: u64,
         mode: Mode,
@@ -253,7 +354,7 @@ impl Shard {
         max: usize,
     ) -> Reply {
         let refund = mode == Mode::Refund;
-        if let Some(entry) = self.map.get_mut(key) {
+        if let Some(entry) = self.get_mut(slot) {
             if entry.expires_at <= now {
                 entry.state = None;
             }
@@ -266,42 +367,48 @@ impl Shard {
         let mut state = None;
         let (reply, ttl) = spec.decide(&mut state, now, cost, refund, write);
         if let (Some(ttl), Some(_)) = (ttl, &state) {
-            self.make_room(now, max);
             let expires_at = now.saturating_add(ttl);
-            self.map.insert(key.into(), Entry { state, expires_at });
+            self.insert(hasher, slot, Entry { state, expires_at }, now, max);
         }
         reply
     }
 
-    fn make_room(&mut self, now: u64, max: usize) {
+    fn make_room(&mut self, hasher: &foldhash::fast::RandomState, now: u64, max: usize) {
         self.inserts += 1;
         // Amortized O(1) per new key: sweep when the map has doubled since
         // the last sweep, or, once it is full, after max/2 new keys. A full
         // shard is never scanned on every insert (a spray of new keys would
         // make each of them cost a whole shard, under its lock).
-        let full = self.map.len() >= max;
-        if self.map.len() >= self.sweep_at || (full && self.inserts > max / 2) {
-            self.scanned += self.map.len() as u64;
-            self.map.retain(|_, e| e.expires_at > now);
-            self.sweep_at = (self.map.len() * 2).max(MIN_SWEEP.min(max));
+        let full = self.table.len() >= max;
+        if self.table.len() >= self.sweep_at || (full && self.inserts > max / 2) {
+            self.scanned += self.table.len() as u64;
+            self.table.retain(|(_, e)| e.expires_at > now);
+            self.sweep_at = (self.table.len() * 2).max(MIN_SWEEP.min(max));
             self.inserts = 0;
         }
-        while self.map.len() >= max {
+        while self.table.len() >= max {
             // Evict the entry closest to expiry among a few (Redis does the
-            // same with `volatile-ttl`): the map's order is the keys' hash
+            // same with `volatile-ttl`): the table's order is the keys' hash
             // order, so the sample is arbitrary with respect to the keys.
             let victim = self
-                .map
+                .table
                 .iter()
                 .take(EVICTION_SAMPLE)
                 .min_by_key(|(_, e)| e.expires_at)
-                .map(|(k, _)| k.clone());
-            match victim {
-                Some(k) => self.map.remove(&k),
-                None => break,
+                .map(|(k, _)| (hash_of(hasher, k), k.user.as_ptr()));
+            let Some((hash, at)) = victim else {
+                break;
             };
+            // Its user key's allocation names it, without copying the key.
+            if let Ok(found) = self.table.find_entry(hash, |(k, _)| k.user.as_ptr() == at) {
+                found.remove();
+            }
         }
     }
+}
+
+fn hash_of(hasher: &foldhash::fast::RandomState, k: &Key) -> u64 {
+    hasher.hash_one((k.ns, &*k.user))
 }
 
 impl Default for MemoryStore {

@@ -48,7 +48,7 @@ impl From<RedisClusterStore> for Store {
 
 impl Store {
     /// Decide one key. `now` is `None` to use the store's own clock: Redis'
-    /// `TIME`, or the system clock for memory.
+    /// `TIME`, or the monotonic clock for memory.
     pub(crate) async fn decide_one(
         &self,
         spec: &Spec,
@@ -58,7 +58,9 @@ impl Store {
         mode: Mode,
     ) -> Result<Reply, StoreError> {
         match self {
-            Store::Memory(m) => Ok(m.decide_one(spec, key, memory_now(now), cost, mode)),
+            Store::Memory(m) => {
+                Ok(m.decide_one(spec, memory::RAW, key, memory_now(now), cost, mode))
+            }
             Store::Redis(r) => one(r.decide(&[(key, spec)], now, cost, mode).await?),
             Store::RedisCluster(c) => one(c.decide(&[(key, spec)], now, cost, mode).await?),
         }
@@ -73,7 +75,10 @@ impl Store {
         mode: Mode,
     ) -> Result<Vec<Reply>, StoreError> {
         match self {
-            Store::Memory(m) => Ok(m.decide_many(targets, memory_now(now), cost, mode)),
+            Store::Memory(m) => {
+                let raw: Vec<_> = targets.iter().map(|&(k, s)| (memory::RAW, k, s)).collect();
+                Ok(m.decide_many(&raw, memory_now(now), cost, mode))
+            }
             Store::Redis(r) => r.decide(targets, now, cost, mode).await,
             Store::RedisCluster(c) => c.decide(targets, now, cost, mode).await,
         }
@@ -106,7 +111,7 @@ fn one(mut replies: Vec<Reply>) -> Result<Reply, StoreError> {
 }
 
 pub(crate) fn memory_now(now: Option<u64>) -> u64 {
-    now.unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::SystemClock))
+    now.unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::MonotonicClock))
 }
 
 /// A store could not make a decision.
