@@ -38,7 +38,7 @@ pub struct MemoryStore {
 }
 
 struct Inner {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Padded]>,
     hasher: foldhash::fast::RandomState,
     max_per_shard: usize,
     /// Ids of the namespaces limiters write to (`prefix:name:tag`), so that
@@ -58,6 +58,11 @@ struct Key {
 pub(crate) const RAW: u64 = 0;
 /// Set in a key's namespace when its user part is a hash of a long key.
 const HASHED: u64 = 1 << 63;
+
+/// A shard on cache lines of its own: two cores deciding keys of
+/// neighbouring shards do not take each other's lines.
+#[repr(align(128))]
+struct Padded(Mutex<Shard>);
 
 struct Shard {
     table: HashTable<(Key, Entry)>,
@@ -107,12 +112,12 @@ impl MemoryStore {
         let max_per_shard = max_keys / shards;
         let shards = (0..shards)
             .map(|_| {
-                Mutex::new(Shard {
+                Padded(Mutex::new(Shard {
                     table: HashTable::new(),
                     sweep_at: MIN_SWEEP.min(max_per_shard),
                     inserts: 0,
                     scanned: 0,
-                })
+                }))
             })
             .collect();
         Self {
@@ -428,6 +433,6 @@ impl std::fmt::Debug for MemoryStore {
 
 /// A poisoned shard only means another thread panicked mid-decision; the
 /// state is still a valid map, so keep serving.
-fn lock(m: &Mutex<Shard>) -> std::sync::MutexGuard<'_, Shard> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+fn lock(m: &Padded) -> std::sync::MutexGuard<'_, Shard> {
+    m.0.lock().unwrap_or_else(|p| p.into_inner())
 }
