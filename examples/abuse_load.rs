@@ -78,7 +78,7 @@ async fn round(redis: &Redis, cache: bool, round: usize) -> (f64, f64) {
                     assert!(!d.allowed, "an abuser was admitted");
                     i += 7;
                     n += 1;
-                    if n % 64 == 0 {
+                    if n.is_multiple_of(64) {
                         // Let the timer task run when every call is local.
                         tokio::task::yield_now().await;
                     }
