@@ -72,6 +72,8 @@ struct Shard {
     inserts: usize,
     /// Entries visited by sweeps, ever (see `MemoryStore::sweep_work`).
     scanned: u64,
+    /// State of the generator that picks eviction samples (never 0).
+    rng: u64,
 }
 
 struct Entry {
@@ -110,20 +112,22 @@ impl MemoryStore {
             .clamp(16, 1024)
             .min(largest);
         let max_per_shard = max_keys / shards;
+        let hasher = foldhash::fast::RandomState::default();
         let shards = (0..shards)
-            .map(|_| {
+            .map(|i| {
                 Padded(Mutex::new(Shard {
                     table: HashTable::new(),
                     sweep_at: MIN_SWEEP.min(max_per_shard),
                     inserts: 0,
                     scanned: 0,
+                    rng: hasher.hash_one(i) | 1,
                 }))
             })
             .collect();
         Self {
             inner: Arc::new(Inner {
                 shards,
-                hasher: foldhash::fast::RandomState::default(),
+                hasher,
                 max_per_shard,
                 namespaces: Mutex::new(HashMap::new()),
             }),
@@ -336,7 +340,7 @@ impl Shard {
         now: u64,
         max: usize,
     ) {
-        self.make_room(hasher, now, max);
+        self.make_room(now, max);
         let key = Key {
             ns: slot.ns,
             user: (*slot.user).into(),
@@ -378,7 +382,7 @@ impl Shard {
         reply
     }
 
-    fn make_room(&mut self, hasher: &foldhash::fast::RandomState, now: u64, max: usize) {
+    fn make_room(&mut self, now: u64, max: usize) {
         self.inserts += 1;
         // Amortized O(1) per new key: sweep when the map has doubled since
         // the last sweep, or, once it is full, after max/2 new keys. A full
@@ -392,23 +396,42 @@ impl Shard {
             self.inserts = 0;
         }
         while self.table.len() >= max {
-            // Evict the entry closest to expiry among a few (Redis does the
-            // same with `volatile-ttl`): the table's order is the keys' hash
-            // order, so the sample is arbitrary with respect to the keys.
-            let victim = self
-                .table
-                .iter()
-                .take(EVICTION_SAMPLE)
-                .min_by_key(|(_, e)| e.expires_at)
-                .map(|(k, _)| (hash_of(hasher, k), k.user.as_ptr()));
-            let Some((hash, at)) = victim else {
+            // Evict the entry closest to expiry among a few from a random
+            // place in the table (Redis does the same with `volatile-ttl`):
+            // no key is more likely to be sampled than another.
+            let buckets = self.table.num_buckets();
+            let start = self.random() as usize;
+            let mut victim: Option<(u64, usize)> = None;
+            let mut sampled = 0;
+            for i in 0..buckets {
+                let at = (start + i) % buckets;
+                if let Some((_, e)) = self.table.get_bucket(at) {
+                    if victim.is_none_or(|(exp, _)| e.expires_at < exp) {
+                        victim = Some((e.expires_at, at));
+                    }
+                    sampled += 1;
+                    if sampled == EVICTION_SAMPLE {
+                        break;
+                    }
+                }
+            }
+            let Some((_, at)) = victim else {
                 break;
             };
-            // Its user key's allocation names it, without copying the key.
-            if let Ok(found) = self.table.find_entry(hash, |(k, _)| k.user.as_ptr() == at) {
+            if let Ok(found) = self.table.get_bucket_entry(at) {
                 found.remove();
             }
         }
+    }
+
+    /// xorshift64: where eviction samples start.
+    fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
     }
 }
 
