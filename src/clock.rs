@@ -112,3 +112,24 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
         (**self).now_ms()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_monotonic_clock_reads_wall_time_and_never_steps_back() {
+        let wall = SystemClock.now_ms();
+        let mut last = MonotonicClock.now_ms();
+        // Anchored on the wall clock: the two agree closely at the start.
+        assert!(last.abs_diff(wall) < 1_000, "{last} vs {wall}");
+        let until = std::time::Instant::now() + Duration::from_millis(30);
+        while std::time::Instant::now() < until {
+            let now = MonotonicClock.now_ms();
+            assert!(now >= last, "{now} after {last}");
+            last = now;
+        }
+        // And it moves: 30 ms passed.
+        assert!(last >= wall + 25, "{last} vs {wall}");
+    }
+}
