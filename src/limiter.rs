@@ -11,7 +11,7 @@ use crate::store::{key::storage_key, memory_now, Store};
 use crate::{ConfigError, Decision, Decisions, Error, PolicyDecision};
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tracing::Instrument;
 
 const MAX_PREFIX: usize = 64;
@@ -325,7 +325,7 @@ impl<A: Algorithm> Limiter<A> {
         let inner = &*self.inner;
         let cost = part.spec.clamp_cost(cost);
         let now = self.now();
-        let started = Instant::now();
+        let started = crate::clock::ticks();
         let storage = storage_key(&inner.prefix, &part.namespace, part.spec.tag(), key);
         let store = inner
             .store
@@ -343,9 +343,11 @@ impl<A: Algorithm> Limiter<A> {
         let d = each
             .pop()
             .ok_or_else(|| Error::Config(ConfigError::new("algorithm", "no policy")))?;
-        inner
-            .metrics
-            .decided(d.allowed, d.degraded, started.elapsed());
+        inner.metrics.decided(
+            d.allowed,
+            d.degraded,
+            crate::clock::ticks().saturating_duration_since(started),
+        );
         Ok(d)
     }
 
@@ -382,7 +384,7 @@ impl<A: Algorithm> Limiter<A> {
             });
         }
         let inner = &*self.inner;
-        let started = Instant::now();
+        let started = crate::clock::ticks();
         // Storage keys are built only where they are used: Redis, and the
         // deny cache.
         let cache = self.cacheable(parts, mode);
@@ -463,9 +465,11 @@ impl<A: Algorithm> Limiter<A> {
         if memory.is_some() {
             inner.metrics.counted(combined.allowed);
         } else {
-            inner
-                .metrics
-                .decided(combined.allowed, combined.degraded, started.elapsed());
+            inner.metrics.decided(
+                combined.allowed,
+                combined.degraded,
+                crate::clock::ticks().saturating_duration_since(started),
+            );
         }
         let decisions = Decisions { combined, each };
         if let Some(c) = cache {
