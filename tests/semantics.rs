@@ -207,3 +207,55 @@ async fn cost_zero_and_peek_consume_nothing() {
     assert_eq!(brief(t.at(0).check(1).await), allowed(0, 3000, 0));
     assert_eq!(brief(t.at(0).check(1).await), denied(0, 3000, Some(1000)));
 }
+
+/// Limiters share a key's state exactly when their prefix, name and
+/// algorithm are the same, on the memory store as on Redis.
+#[tokio::test]
+async fn limiters_share_state_exactly_when_prefix_name_and_algorithm_match() {
+    let redis = RedisServer::start();
+    let stores: Vec<Store> = vec![
+        MemoryStore::new().into(),
+        RedisStore::from_url(&redis.url()).unwrap().into(),
+    ];
+    for store in stores {
+        let clock = ManualClock::new(1_000_000);
+        fn make<A: Algorithm>(
+            store: &Store,
+            clock: &ManualClock,
+            at: (&str, &str),
+            alg: A,
+        ) -> Limiter<A> {
+            Limiter::builder(store.clone(), alg)
+                .prefix(at.0)
+                .name(at.1)
+                .clock(clock.clone())
+                .on_store_failure(FailurePolicy::ReturnError)
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap()
+        }
+        let tb = || TokenBucket::new(2, 1.0);
+        let first = make(&store, &clock, ("p", "n"), tb());
+        assert!(first.check("ana", 2).await.unwrap().allowed);
+        // The same prefix, name and algorithm: the same bucket, now empty.
+        let same = make(&store, &clock, ("p", "n"), tb());
+        assert!(same.check("ana", 1).await.unwrap().denied(), "{store:?}");
+        // Any of the three different: a bucket of its own.
+        for at in [("q", "n"), ("p", "m")] {
+            let other = make(&store, &clock, at, tb());
+            assert!(
+                other.check("ana", 2).await.unwrap().allowed,
+                "{at:?} {store:?}"
+            );
+        }
+        let gcra = make(
+            &store,
+            &clock,
+            ("p", "n"),
+            Gcra::new(2, Duration::from_secs(2)),
+        );
+        assert!(gcra.check("ana", 2).await.unwrap().allowed, "{store:?}");
+        // And another user key is another bucket.
+        assert!(first.check("bob", 2).await.unwrap().allowed, "{store:?}");
+    }
+}
