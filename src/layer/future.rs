@@ -197,28 +197,30 @@ impl Admitted {
 }
 
 /// What a decision leads to.
-pub(crate) enum Next<ReqBody> {
+pub(crate) enum Next {
     /// The layer answers by itself.
     Reject(Response<Bytes>),
     /// The inner service is called now.
-    Call(Request<ReqBody>, Admitted),
+    Call(Admitted),
     /// The inner service is called after the leaky bucket's delay.
-    Delay(Duration, Request<ReqBody>, Admitted),
+    Delay(Duration, Admitted),
 }
 
-impl<ReqBody> Next<ReqBody> {
+impl Next {
+    /// `headers` are the request's (the request itself stays where it is:
+    /// it is large to move).
     pub(crate) fn of(
         result: Result<Verdict, Error>,
         settle: Option<Settle>,
         answer: &Arc<Answer>,
-        req: Request<ReqBody>,
+        headers: &HeaderMap,
     ) -> Self {
         let verdict = match result {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(error = %e, limiter = %answer.name, "rate-limit decision failed; answering 503");
                 let reason = Reason::Unavailable { retry_after: None };
-                return Next::Reject(answer.reject(reason, req.headers()));
+                return Next::Reject(answer.reject(reason, headers));
             }
         };
         let decision = verdict.combined();
@@ -230,10 +232,10 @@ impl<ReqBody> Next<ReqBody> {
                     let reason = Reason::Unavailable {
                         retry_after: decision.retry_after,
                     };
-                    answer.reject(reason, req.headers())
+                    answer.reject(reason, headers)
                 } else {
                     verdict.with_reports(answer, |reports| {
-                        answer.reject(Reason::Limited { reports }, req.headers())
+                        answer.reject(Reason::Limited { reports }, headers)
                     })
                 });
             }
@@ -252,9 +254,9 @@ impl<ReqBody> Next<ReqBody> {
             settle: settle.filter(|_| decision.allowed),
         };
         if decision.allowed && !decision.delay.is_zero() {
-            Next::Delay(decision.delay, req, admitted)
+            Next::Delay(decision.delay, admitted)
         } else {
-            Next::Call(req, admitted)
+            Next::Call(admitted)
         }
     }
 }
@@ -326,18 +328,18 @@ where
                 } => {
                     let (result, settle) = ready!(decision.as_mut().poll(cx));
                     let (inner, req) = *waiting.take().expect(POLLED_AFTER_DONE);
-                    let next = match Next::of(result, settle, answer, req) {
+                    let next = match Next::of(result, settle, answer, req.headers()) {
                         Next::Reject(response) => State::Done {
                             response: Some(response),
                         },
-                        Next::Call(req, admitted) => {
+                        Next::Call(admitted) => {
                             let mut inner = inner;
                             State::Calling {
                                 fut: inner.call(req),
                                 admitted: Some(admitted),
                             }
                         }
-                        Next::Delay(delay, req, admitted) => {
+                        Next::Delay(delay, admitted) => {
                             State::delaying(delay, inner, req, admitted)
                         }
                     };

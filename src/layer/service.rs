@@ -76,12 +76,10 @@ where
             // Decided at once: call the service that reported ready, as a
             // synchronous tower-http middleware does (no clone, no box).
             let settle = settlement(config.clone(), key, cost, quota);
-            return match Next::of(result, settle, answer, req) {
+            return match Next::of(result, settle, answer, req.headers()) {
                 Next::Reject(response) => ResponseFuture::done(response),
-                Next::Call(req, admitted) => {
-                    ResponseFuture::calling(self.inner.call(req), admitted)
-                }
-                Next::Delay(delay, req, admitted) => {
+                Next::Call(admitted) => ResponseFuture::calling(self.inner.call(req), admitted),
+                Next::Delay(delay, admitted) => {
                     ResponseFuture::delaying(delay, self.take_ready(), req, admitted)
                 }
             };
