@@ -98,11 +98,17 @@ impl Sink for Small {
 /// parameters, saturated at 15 digits.
 fn push_item(buf: &mut impl Sink, name: &str, a: (u8, u64), b: (u8, u64)) {
     buf.put(b"\"");
-    for c in name.chars() {
-        match c {
-            '"' | '\\' => buf.put(&[b'\\', c as u8]),
-            '\x20'..='\x7e' => buf.put(&[c as u8]),
-            _ => buf.put(b"_"),
+    let plain = |b: &u8| matches!(b, b'\x20'..=b'\x7e') && *b != b'"' && *b != b'\\';
+    if name.as_bytes().iter().all(plain) {
+        // The usual name: nothing to escape or replace.
+        buf.put(name.as_bytes());
+    } else {
+        for c in name.chars() {
+            match c {
+                '"' | '\\' => buf.put(&[b'\\', c as u8]),
+                '\x20'..='\x7e' => buf.put(&[c as u8]),
+                _ => buf.put(b"_"),
+            }
         }
     }
     buf.put(b"\"");
