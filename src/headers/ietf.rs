@@ -1,44 +1,122 @@
 //! `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-11).
+//!
+//! Written by hand rather than through a structured-field serializer: the
+//! fields are on every admitted response, and their grammar here is small
+//! (a String and two Integer parameters per item). The tests check the
+//! output against `sfv`'s serializer and parser.
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::HeaderValue;
-use sfv::{key_ref, Integer, KeyRef, ListSerializer, StringRef};
 
 use super::report::{ceil_secs, most_restrictive, PolicyReport};
 
-const Q: &KeyRef = key_ref("q");
-const W: &KeyRef = key_ref("w");
-const R: &KeyRef = key_ref("r");
-const T: &KeyRef = key_ref("t");
+/// RFC 9651 Integers stop at 15 digits.
+const MAX_INTEGER: u64 = 999_999_999_999_999;
 
 /// `"name";q=<quota>;w=<window>` for each non-degraded report, in order.
 pub(crate) fn policy_field(reports: &[PolicyReport<'_>]) -> Option<HeaderValue> {
-    let mut list = ListSerializer::new();
+    let mut buf = Vec::new();
     for report in reports.iter().filter(|r| !r.decision.degraded) {
-        let name = report.wire_name();
-        let Ok(name) = StringRef::from_str(&name) else {
-            continue;
-        };
-        let _ = list
-            .bare_item(name)
-            .parameter(Q, integer(report.policy.quota))
-            .parameter(W, integer(window_secs(report.policy.window)));
+        if !buf.is_empty() {
+            buf.extend_from_slice(b", ");
+        }
+        let window = window_secs(report.policy.window);
+        push_item(
+            &mut buf,
+            report.name,
+            (b'q', report.policy.quota),
+            (b'w', window),
+        );
     }
-    header_value(list.finish()?)
+    header_value(buf)
 }
 
 /// `"name";r=<remaining>;t=<seconds>` for the most restrictive report.
 pub(crate) fn limit_field(reports: &[PolicyReport<'_>]) -> Option<HeaderValue> {
     let report = most_restrictive(reports)?;
-    let name = report.wire_name();
-    let name = StringRef::from_str(&name).ok()?;
-    let mut list = ListSerializer::new();
-    let _ = list
-        .bare_item(name)
-        .parameter(R, integer(report.decision.remaining))
-        .parameter(T, integer(ceil_secs(report.wait())));
-    header_value(list.finish()?)
+    let (r, t) = (report.decision.remaining, ceil_secs(report.wait()));
+    let name = report.name;
+    // On the stack when it fits (names are short), then copied once into
+    // the value.
+    let mut small = Small::default();
+    if name.len() * 2 + ITEM_OVERHEAD <= small.bytes.len() {
+        push_item(&mut small, name, (b'r', r), (b't', t));
+        return HeaderValue::from_bytes(small.as_slice()).ok();
+    }
+    let mut buf = Vec::new();
+    push_item(&mut buf, name, (b'r', r), (b't', t));
+    header_value(buf)
+}
+
+/// Quotes, and two parameters of at most 15 digits with their `;k=`.
+const ITEM_OVERHEAD: usize = 2 + 2 * (3 + 15);
+
+/// Where an item is written.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// A buffer on the stack for a one-item field.
+struct Small {
+    bytes: [u8; 128],
+    len: usize,
+}
+
+impl Default for Small {
+    fn default() -> Self {
+        Self {
+            bytes: [0; 128],
+            len: 0,
+        }
+    }
+}
+
+impl Small {
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl Sink for Small {
+    fn put(&mut self, bytes: &[u8]) {
+        // The caller checked that the item fits.
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+}
+
+/// One list item: the name as an RFC 9651 String (sanitized as
+/// [`PolicyReport`] documents, `"` and `\` escaped), then two Integer
+/// parameters, saturated at 15 digits.
+fn push_item(buf: &mut impl Sink, name: &str, a: (u8, u64), b: (u8, u64)) {
+    buf.put(b"\"");
+    let plain = |b: &u8| matches!(b, b'\x20'..=b'\x7e') && *b != b'"' && *b != b'\\';
+    if name.as_bytes().iter().all(plain) {
+        // The usual name: nothing to escape or replace.
+        buf.put(name.as_bytes());
+    } else {
+        for c in name.chars() {
+            match c {
+                '"' | '\\' => buf.put(&[b'\\', c as u8]),
+                '\x20'..='\x7e' => buf.put(&[c as u8]),
+                _ => buf.put(b"_"),
+            }
+        }
+    }
+    buf.put(b"\"");
+    let mut digits = itoa::Buffer::new();
+    for (key, value) in [a, b] {
+        buf.put(&[b';', key, b'=']);
+        buf.put(digits.format(value.min(MAX_INTEGER)).as_bytes());
+    }
 }
 
 /// `w` must be a non-zero number of whole seconds.
@@ -46,15 +124,13 @@ fn window_secs(window: Duration) -> u64 {
     ceil_secs(window).max(1)
 }
 
-/// RFC 9651 integers stop at 15 digits; larger values saturate rather than
-/// make the whole field invalid.
-fn integer(v: u64) -> Integer {
-    Integer::try_from(v).unwrap_or(Integer::MAX)
-}
-
-fn header_value(s: String) -> Option<HeaderValue> {
-    // sfv writes printable ASCII only, so this does not fail.
-    HeaderValue::try_from(s).ok()
+fn header_value(buf: Vec<u8>) -> Option<HeaderValue> {
+    if buf.is_empty() {
+        return None;
+    }
+    // Printable ASCII only, so this does not fail; `Bytes` takes the `Vec`
+    // without copying it.
+    HeaderValue::from_maybe_shared(Bytes::from(buf)).ok()
 }
 
 #[cfg(test)]
@@ -62,6 +138,7 @@ mod tests {
     use super::*;
     use crate::algorithm::Policy;
     use crate::Decision;
+    use proptest::prelude::*;
 
     fn decision(remaining: u64, reset: Duration) -> Decision {
         Decision {
@@ -132,6 +209,18 @@ mod tests {
     }
 
     #[test]
+    fn long_names_are_written_whole() {
+        let d = decision(7, Duration::from_secs(2));
+        let p = policy(1, Duration::from_secs(1));
+        for len in [53, 54, 60, 200] {
+            let name = "\"".repeat(len);
+            let reports = [PolicyReport::new(&name, p, &d)];
+            let expected = format!("\"{}\";r=7;t=2", "\\\"".repeat(len));
+            assert_eq!(limit_field(&reports).unwrap(), expected.as_str());
+        }
+    }
+
+    #[test]
     fn nothing_to_report_writes_nothing() {
         assert!(policy_field(&[]).is_none());
         assert!(limit_field(&[]).is_none());
@@ -144,5 +233,85 @@ mod tests {
         )];
         assert!(policy_field(&reports).is_none());
         assert!(limit_field(&reports).is_none());
+    }
+
+    /// The fields as `sfv`'s serializer writes them (what floodgate sent
+    /// before writing them by hand).
+    /// A name and two parameters.
+    type Item<'a> = (&'a str, (&'a str, u64), (&'a str, u64));
+
+    fn sfv_field(items: &[Item<'_>]) -> Option<String> {
+        use sfv::{Integer, KeyRef, ListSerializer, StringRef};
+        let int = |v: u64| Integer::try_from(v).unwrap_or(Integer::MAX);
+        let mut list = ListSerializer::new();
+        for (name, (k1, v1), (k2, v2)) in items {
+            let name = crate::headers::report::sanitize_name(name);
+            let _ = list
+                .bare_item(StringRef::from_str(&name).unwrap())
+                .parameter(KeyRef::from_str(k1).unwrap(), int(*v1))
+                .parameter(KeyRef::from_str(k2).unwrap(), int(*v2));
+        }
+        list.finish()
+    }
+
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z_]{0,12}",
+            "[ -~]{0,16}",
+            "[ -~]{40,90}",
+            any::<String>(),
+            Just("\"\\\"".to_owned()),
+        ]
+    }
+
+    fn number() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0u64..1_000,
+            Just(MAX_INTEGER),
+            Just(MAX_INTEGER + 1),
+            any::<u64>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn matches_sfv(
+            items in prop::collection::vec((name(), number(), number(), number(), 0u64..u64::MAX), 1..4),
+        ) {
+            let decisions: Vec<Decision> = items
+                .iter()
+                .map(|(_, _, _, remaining, reset)| decision(*remaining, Duration::from_millis(*reset)))
+                .collect();
+            let reports: Vec<PolicyReport<'_>> = items
+                .iter()
+                .zip(&decisions)
+                .map(|((name, quota, window, _, _), d)| {
+                    PolicyReport::new(name, policy(*quota, Duration::from_secs(*window)), d)
+                })
+                .collect();
+
+            let expected: Vec<_> = reports
+                .iter()
+                .map(|r| (r.name, ("q", r.policy.quota), ("w", window_secs(r.policy.window))))
+                .collect();
+            let ours = policy_field(&reports).unwrap();
+            prop_assert_eq!(ours.to_str().unwrap(), sfv_field(&expected).unwrap());
+
+            let r = most_restrictive(&reports).unwrap();
+            let expected = [(r.name, ("r", r.decision.remaining), ("t", ceil_secs(r.wait())))];
+            let ours = limit_field(&reports).unwrap();
+            prop_assert_eq!(ours.to_str().unwrap(), sfv_field(&expected).unwrap());
+
+            // And sfv reads it back as one item per report.
+            let parsed: sfv::List = sfv::Parser::new(ours.as_bytes()).parse().unwrap();
+            prop_assert_eq!(parsed.len(), 1);
+            let sfv::ListEntry::Item(item) = &parsed[0] else {
+                panic!("not an item");
+            };
+            let wire = crate::headers::report::sanitize_name(r.name);
+            prop_assert_eq!(item.bare_item.as_string().map(|s| s.as_str()), Some(&*wire));
+            let remaining = item.params.get("r").and_then(|v| v.as_integer()).map(i64::from);
+            prop_assert_eq!(remaining, Some(r.decision.remaining.min(MAX_INTEGER) as i64));
+        }
     }
 }

@@ -40,7 +40,7 @@ mod style;
 
 use std::time::{Duration, SystemTime};
 
-use http::{HeaderMap, HeaderName};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
 pub use report::PolicyReport;
 pub use style::{HeaderStyle, ResetUnit};
@@ -113,19 +113,43 @@ pub fn write_headers_at(
     now: SystemTime,
     headers: &mut HeaderMap,
 ) {
+    write_with_policy(style, reports, now, headers, None);
+}
+
+/// [`write_headers_at`], with `RateLimit-Policy` already built for
+/// `reports` when none is degraded (it only changes with the quota, so
+/// the layer builds it once).
+pub(crate) fn write_with_policy(
+    style: HeaderStyle,
+    reports: &[PolicyReport<'_>],
+    now: SystemTime,
+    headers: &mut HeaderMap,
+    policy: Option<&HeaderValue>,
+) {
     match style {
-        HeaderStyle::Ietf => write_ietf(reports, headers),
+        HeaderStyle::Ietf => write_ietf(reports, headers, policy),
         HeaderStyle::Legacy { reset } => legacy::write(reset, reports, now, headers),
         HeaderStyle::Both => {
-            write_ietf(reports, headers);
+            write_ietf(reports, headers, policy);
             legacy::write(ResetUnit::DeltaSeconds, reports, now, headers);
         }
         HeaderStyle::None => {}
     }
 }
 
-fn write_ietf(reports: &[PolicyReport<'_>], headers: &mut HeaderMap) {
-    if let Some(value) = ietf::policy_field(reports) {
+/// The `RateLimit-Policy` value of `reports`, if any is not degraded.
+pub(crate) fn policy_field(reports: &[PolicyReport<'_>]) -> Option<HeaderValue> {
+    ietf::policy_field(reports)
+}
+
+fn write_ietf(reports: &[PolicyReport<'_>], headers: &mut HeaderMap, policy: Option<&HeaderValue>) {
+    let policy = match policy {
+        Some(v) if !reports.is_empty() && reports.iter().all(|r| !r.decision.degraded) => {
+            Some(v.clone())
+        }
+        _ => ietf::policy_field(reports),
+    };
+    if let Some(value) = policy {
         headers.append(RATELIMIT_POLICY, value);
     }
     if let Some(value) = ietf::limit_field(reports) {

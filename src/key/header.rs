@@ -102,7 +102,13 @@ impl KeyExtractor for Header {
         }
         let visible = value.iter().all(|&b| b.is_ascii_graphic() || b == b' ');
         match std::str::from_utf8(value) {
-            Ok(s) if visible => Ok(format!("{}{s}", self.prefix)),
+            Ok(s) if visible => {
+                // Not `format!`: this runs on every request.
+                let mut key = String::with_capacity(self.prefix.len() + s.len());
+                key.push_str(&self.prefix);
+                key.push_str(s);
+                Ok(key)
+            }
             _ => Err(KeyRejection::new(format!(
                 "`{name}` header has bytes that are not visible ASCII"
             ))),

@@ -1,23 +1,73 @@
 use super::body::RateLimitBody;
 use super::rejection::{Reason, Rejection};
 use super::settle::{RateLimited, Settle};
-use crate::headers::{write_headers_at, HeaderStyle, PolicyReport};
-use crate::{Decisions, Error};
+use crate::algorithm::Policy;
+use crate::headers::{write_with_policy, HeaderStyle, PolicyReport, ResetUnit};
+use crate::{Decision, Decisions, Error};
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response};
+use http::{HeaderMap, HeaderValue, Request, Response};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tower_service::Service;
 
 pub(crate) type OnRejection = Arc<dyn Fn(&Rejection<'_>) -> Response<Bytes> + Send + Sync>;
 
-/// The decision in flight. Boxed: it wraps the store's I/O future (redis-rs
-/// boxes its own), and this keeps the layer's types nameable.
-pub(crate) type DecisionFuture = Pin<Box<dyn Future<Output = Result<Decisions, Error>> + Send>>;
+/// The decision in flight, and what to do with the charge afterwards.
+/// Boxed: it wraps the store's I/O future (redis-rs boxes its own), and
+/// this keeps the layer's types nameable.
+pub(crate) type DecisionFuture =
+    Pin<Box<dyn Future<Output = (Result<Verdict, Error>, Option<Settle>)> + Send>>;
+
+/// What the limiter decided for a request.
+pub(crate) enum Verdict {
+    /// The decision of the limiter's only policy (see [`Answer::single`]).
+    One(Decision),
+    /// Each policy's decision; `own` when under the limiter's own quota.
+    All { decisions: Decisions, own: bool },
+}
+
+impl Verdict {
+    fn combined(&self) -> Decision {
+        match self {
+            Verdict::One(d) => *d,
+            Verdict::All { decisions, .. } => decisions.combined,
+        }
+    }
+
+    /// `f` of the reports of each policy's decision.
+    fn with_reports<R>(&self, answer: &Answer, f: impl FnOnce(&[PolicyReport<'_>]) -> R) -> R {
+        match self {
+            Verdict::One(d) => {
+                let (name, policy) = answer
+                    .single
+                    .as_ref()
+                    .expect("only a one-policy limiter decides a Verdict::One");
+                f(&[PolicyReport::new(name, *policy, d)])
+            }
+            Verdict::All { decisions, .. } => {
+                let reports: Vec<_> = decisions
+                    .each
+                    .iter()
+                    .map(|p| PolicyReport::new(&p.name, p.policy, &p.decision))
+                    .collect();
+                f(&reports)
+            }
+        }
+    }
+
+    /// Whether the reports are the limiter's own policies, whose
+    /// `RateLimit-Policy` the layer built once.
+    fn own(&self) -> bool {
+        match self {
+            Verdict::One(_) => true,
+            Verdict::All { own, .. } => *own,
+        }
+    }
+}
 
 /// How the layer answers: what the response future needs, free of the
 /// layer's key and algorithm types.
@@ -27,6 +77,11 @@ pub(crate) struct Answer {
     pub(crate) style: HeaderStyle,
     pub(crate) on_rejection: Option<OnRejection>,
     pub(crate) shadow: bool,
+    /// The limiter's policy, when it has exactly one: name and quota.
+    pub(crate) single: Option<(Arc<str>, Policy)>,
+    /// `RateLimit-Policy` for the limiter's own policies: it only changes
+    /// with the quota, so it is built once.
+    pub(crate) policy_field: Option<HeaderValue>,
 }
 
 impl Answer {
@@ -45,14 +100,6 @@ impl Answer {
             response.extensions_mut().insert(RateLimited);
         }
         response
-    }
-
-    fn reports<'a>(decisions: &'a Decisions) -> Vec<PolicyReport<'a>> {
-        decisions
-            .each
-            .iter()
-            .map(|p| PolicyReport::new(&p.name, p.policy, &p.decision))
-            .collect()
     }
 }
 
@@ -83,21 +130,18 @@ pin_project! {
     where
         S: Service<Request<ReqBody>>,
     {
-        /// Waiting for the store's decision.
+        /// Waiting for the store's decision. What waits is boxed (as in
+        /// `Delaying`): the state the memory store's requests go through,
+        /// `Calling`, stays small to move.
         Deciding {
             decision: DecisionFuture,
-            inner: Option<S>,
-            req: Option<Request<ReqBody>>,
+            waiting: Option<Box<(S, Request<ReqBody>)>>,
             answer: Arc<Answer>,
-            settle: Option<Settle>,
         },
         /// Admitted by the leaky bucket, waiting for its place in the queue.
         Delaying {
-            #[pin]
-            sleep: tokio::time::Sleep,
-            inner: Option<S>,
-            req: Option<Request<ReqBody>>,
-            admitted: Option<Admitted>,
+            sleep: Pin<Box<tokio::time::Sleep>>,
+            waiting: Option<Box<(S, Request<ReqBody>, Admitted)>>,
         },
         /// The inner service is handling the request.
         Calling {
@@ -112,28 +156,107 @@ pin_project! {
     }
 }
 
+impl<S, ReqBody> State<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    fn delaying(delay: Duration, inner: S, req: Request<ReqBody>, admitted: Admitted) -> Self {
+        State::Delaying {
+            sleep: Box::pin(tokio::time::sleep(delay)),
+            waiting: Some(Box::new((inner, req, admitted))),
+        }
+    }
+}
+
 /// An admitted request: what its response's headers say, and what to do
 /// with its charge once the status is known.
 pub(crate) struct Admitted {
-    decisions: Decisions,
-    at: SystemTime,
+    verdict: Verdict,
+    /// When it was decided, for epoch resets only (a clock read saved
+    /// otherwise).
+    at: Option<SystemTime>,
     answer: Arc<Answer>,
     settle: Option<Settle>,
 }
 
 impl Admitted {
     fn finish(self, parts: &mut http::response::Parts) {
-        write_headers_at(
-            self.answer.style,
-            &Answer::reports(&self.decisions),
-            self.at,
-            &mut parts.headers,
-        );
+        let answer = &*self.answer;
+        let policy = answer.policy_field.as_ref().filter(|_| self.verdict.own());
+        let at = self.at.unwrap_or(SystemTime::UNIX_EPOCH);
+        self.verdict.with_reports(answer, |reports| {
+            write_with_policy(answer.style, reports, at, &mut parts.headers, policy);
+        });
         if let Some(settle) = self.settle {
-            settle(
+            settle.run(
                 parts.status,
                 parts.extensions.get::<RateLimited>().is_some(),
             );
+        }
+    }
+}
+
+/// What a decision leads to.
+pub(crate) enum Next {
+    /// The layer answers by itself.
+    Reject(Response<Bytes>),
+    /// The inner service is called now.
+    Call(Admitted),
+    /// The inner service is called after the leaky bucket's delay.
+    Delay(Duration, Admitted),
+}
+
+impl Next {
+    /// `headers` are the request's (the request itself stays where it is:
+    /// it is large to move).
+    pub(crate) fn of(
+        result: Result<Verdict, Error>,
+        settle: Option<Settle>,
+        answer: &Arc<Answer>,
+        headers: &HeaderMap,
+    ) -> Self {
+        let verdict = match result {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, limiter = %answer.name, "rate-limit decision failed; answering 503");
+                let reason = Reason::Unavailable { retry_after: None };
+                return Next::Reject(answer.reject(reason, headers));
+            }
+        };
+        let decision = verdict.combined();
+        if !decision.allowed {
+            if answer.shadow {
+                tracing::info!(limiter = %answer.name, "shadow mode: request over the limit served anyway");
+            } else {
+                return Next::Reject(if decision.degraded {
+                    let reason = Reason::Unavailable {
+                        retry_after: decision.retry_after,
+                    };
+                    answer.reject(reason, headers)
+                } else {
+                    verdict.with_reports(answer, |reports| {
+                        answer.reject(Reason::Limited { reports }, headers)
+                    })
+                });
+            }
+        }
+        let epoch = matches!(
+            answer.style,
+            HeaderStyle::Legacy {
+                reset: ResetUnit::EpochSeconds
+            }
+        );
+        let admitted = Admitted {
+            verdict,
+            at: epoch.then(SystemTime::now),
+            answer: answer.clone(),
+            // Shadow mode charged nothing to give back for a denial.
+            settle: settle.filter(|_| decision.allowed),
+        };
+        if decision.allowed && !decision.delay.is_zero() {
+            Next::Delay(decision.delay, admitted)
+        } else {
+            Next::Call(admitted)
         }
     }
 }
@@ -152,20 +275,37 @@ where
         }
     }
 
+    pub(crate) fn calling(fut: S::Future, admitted: Admitted) -> Self {
+        Self {
+            state: State::Calling {
+                fut,
+                admitted: Some(admitted),
+            },
+        }
+    }
+
+    pub(crate) fn delaying(
+        delay: Duration,
+        inner: S,
+        req: Request<ReqBody>,
+        admitted: Admitted,
+    ) -> Self {
+        Self {
+            state: State::delaying(delay, inner, req, admitted),
+        }
+    }
+
     pub(crate) fn deciding(
         decision: DecisionFuture,
         inner: S,
         req: Request<ReqBody>,
         answer: Arc<Answer>,
-        settle: Option<Settle>,
     ) -> Self {
         Self {
             state: State::Deciding {
                 decision,
-                inner: Some(inner),
-                req: Some(req),
+                waiting: Some(Box::new((inner, req))),
                 answer,
-                settle,
             },
         }
     }
@@ -183,82 +323,31 @@ where
             match state.as_mut().project() {
                 StateProj::Deciding {
                     decision,
-                    inner,
-                    req,
+                    waiting,
                     answer,
-                    settle,
                 } => {
-                    let result = ready!(decision.as_mut().poll(cx));
-                    let req = req.take().expect(POLLED_AFTER_DONE);
-                    let decisions = match result {
-                        Ok(d) => d,
-                        Err(e) => {
-                            tracing::warn!(error = %e, limiter = %answer.name, "rate-limit decision failed; answering 503");
-                            let response = answer
-                                .reject(Reason::Unavailable { retry_after: None }, req.headers());
-                            state.set(State::Done {
-                                response: Some(response),
-                            });
-                            continue;
-                        }
-                    };
-                    let decision = decisions.combined;
-                    if !decision.allowed {
-                        if answer.shadow {
-                            tracing::info!(limiter = %answer.name, "shadow mode: request over the limit served anyway");
-                        } else {
-                            let response = if decision.degraded {
-                                let reason = Reason::Unavailable {
-                                    retry_after: decision.retry_after,
-                                };
-                                answer.reject(reason, req.headers())
-                            } else {
-                                let reports = Answer::reports(&decisions);
-                                answer.reject(Reason::Limited { reports: &reports }, req.headers())
-                            };
-                            state.set(State::Done {
-                                response: Some(response),
-                            });
-                            continue;
-                        }
-                    }
-                    let admitted = Admitted {
-                        decisions,
-                        at: SystemTime::now(),
-                        answer: answer.clone(),
-                        // Shadow mode charged nothing to give back for a denial.
-                        settle: if decision.allowed {
-                            settle.take()
-                        } else {
-                            None
+                    let (result, settle) = ready!(decision.as_mut().poll(cx));
+                    let (inner, req) = *waiting.take().expect(POLLED_AFTER_DONE);
+                    let next = match Next::of(result, settle, answer, req.headers()) {
+                        Next::Reject(response) => State::Done {
+                            response: Some(response),
                         },
+                        Next::Call(admitted) => {
+                            let mut inner = inner;
+                            State::Calling {
+                                fut: inner.call(req),
+                                admitted: Some(admitted),
+                            }
+                        }
+                        Next::Delay(delay, admitted) => {
+                            State::delaying(delay, inner, req, admitted)
+                        }
                     };
-                    let inner = inner.take().expect(POLLED_AFTER_DONE);
-                    if decision.allowed && !decision.delay.is_zero() {
-                        state.set(State::Delaying {
-                            sleep: tokio::time::sleep(decision.delay),
-                            inner: Some(inner),
-                            req: Some(req),
-                            admitted: Some(admitted),
-                        });
-                    } else {
-                        let mut inner = inner;
-                        state.set(State::Calling {
-                            fut: inner.call(req),
-                            admitted: Some(admitted),
-                        });
-                    }
+                    state.set(next);
                 }
-                StateProj::Delaying {
-                    sleep,
-                    inner,
-                    req,
-                    admitted,
-                } => {
-                    ready!(sleep.poll(cx));
-                    let mut inner = inner.take().expect(POLLED_AFTER_DONE);
-                    let req = req.take().expect(POLLED_AFTER_DONE);
-                    let admitted = admitted.take().expect(POLLED_AFTER_DONE);
+                StateProj::Delaying { sleep, waiting } => {
+                    ready!(sleep.as_mut().poll(cx));
+                    let (mut inner, req, admitted) = *waiting.take().expect(POLLED_AFTER_DONE);
                     state.set(State::Calling {
                         fut: inner.call(req),
                         admitted: Some(admitted),

@@ -3,14 +3,15 @@ use super::future::Answer;
 use super::rejection::Rejection;
 use super::service::RateLimit;
 use super::settle::Counting;
-use crate::algorithm::Algorithm;
-use crate::headers::HeaderStyle;
+use crate::algorithm::{Algorithm, Policy};
+use crate::headers::{policy_field, HeaderStyle, PolicyReport};
 use crate::key::{KeyExtractor, RequestView};
-use crate::Limiter;
+use crate::{Decision, Limiter};
 use bytes::Bytes;
-use http::Response;
+use http::{HeaderValue, Response};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 use tower_layer::Layer;
 
 /// Rate-limits the requests of any tower service: takes a key from each
@@ -78,6 +79,8 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
             style: HeaderStyle::default(),
             on_rejection: None,
             shadow: false,
+            single: single_policy(&limiter),
+            policy_field: own_policy_field(&limiter),
         });
         Self {
             config: Arc::new(Config {
@@ -208,6 +211,34 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     pub fn limiter(&self) -> &Limiter<A> {
         &self.config.limiter
     }
+}
+
+/// The limiter's policy if it has exactly one.
+fn single_policy<A: Algorithm>(limiter: &Limiter<A>) -> Option<(Arc<str>, Policy)> {
+    let mut policies = limiter.policies();
+    match (policies.next(), policies.next()) {
+        (Some((name, policy)), None) => Some((name.into(), policy)),
+        _ => None,
+    }
+}
+
+/// `RateLimit-Policy` for the limiter's own policies (any decision will do:
+/// the field reads only names and quotas).
+fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<HeaderValue> {
+    let decision = Decision {
+        allowed: true,
+        limit: 0,
+        remaining: 0,
+        reset_after: Duration::ZERO,
+        retry_after: None,
+        delay: Duration::ZERO,
+        degraded: false,
+    };
+    let reports: Vec<_> = limiter
+        .policies()
+        .map(|(name, policy)| PolicyReport::new(name, policy, &decision))
+        .collect();
+    policy_field(&reports)
 }
 
 impl<S, K, A> Layer<S> for RateLimitLayer<K, A> {

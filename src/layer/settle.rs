@@ -38,10 +38,67 @@ impl fmt::Debug for Counting {
     }
 }
 
-/// Called once with the response's status and whether an inner limit
-/// denied it. Boxed: it carries the limiter, key, cost and quota of the
-/// request, and runs at most once per request.
-pub(crate) type Settle = Box<dyn FnOnce(StatusCode, bool) + Send>;
+/// What to do with an admitted request's charge once its status is known:
+/// called at most once per request.
+pub(crate) enum Settle {
+    /// Under the limiter's own quota: the layer's configuration knows what
+    /// to do, the request brings its key and cost (no allocation).
+    Own {
+        rule: Arc<dyn Rule>,
+        key: String,
+        cost: u64,
+    },
+    /// Under a quota resolved for this request: boxed with it.
+    Quota(Box<dyn FnOnce(StatusCode, bool) + Send>),
+}
+
+impl Settle {
+    /// Settle with the response's status and whether an inner limit denied
+    /// the request.
+    pub(crate) fn run(self, status: StatusCode, denied_inside: bool) {
+        match self {
+            Settle::Own { rule, key, cost } => rule.settle(key, cost, status, denied_inside),
+            Settle::Quota(f) => f(status, denied_inside),
+        }
+    }
+}
+
+/// The layer's side of a [`Settle::Own`], free of its type parameters.
+pub(crate) trait Rule: Send + Sync {
+    fn settle(&self, key: String, cost: u64, status: StatusCode, denied_inside: bool);
+}
+
+/// What happens to a charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Act {
+    Charge,
+    Refund,
+}
+
+impl Counting {
+    /// Whether any response can change the charge: else nothing needs to be
+    /// kept for the response.
+    pub(crate) fn may_act(&self, refund_inner: bool) -> bool {
+        !matches!(self, Counting::Always) || refund_inner
+    }
+
+    /// What the response's `status` (and whether an inner limit denied the
+    /// request) does to its charge.
+    pub(crate) fn act(
+        &self,
+        refund_inner: bool,
+        status: StatusCode,
+        denied_inside: bool,
+    ) -> Option<Act> {
+        match self {
+            Counting::OnlyWhen(f) => (f(status) && !denied_inside).then_some(Act::Charge),
+            Counting::Always => (refund_inner && denied_inside).then_some(Act::Refund),
+            Counting::RefundWhen(f) => {
+                (f(status) || (refund_inner && denied_inside)).then_some(Act::Refund)
+            }
+        }
+    }
+}
 
 /// Run `work` on the current tokio runtime without delaying the response.
 pub(crate) fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) {
