@@ -339,7 +339,9 @@ impl<A: Algorithm> Limiter<A> {
         };
         let store = async { store.await.map(|r| vec![r]) };
         let span = self.span(&part.policy, mode, cost);
-        let mut each = inner.guard.decide(call, store).instrument(span).await?;
+        // Boxed: the store's future is ~10 KB, and unboxed it would make
+        // every future awaiting a decision that big, memory store included.
+        let mut each = Box::pin(inner.guard.decide(call, store).instrument(span)).await?;
         let d = each
             .pop()
             .ok_or_else(|| Error::Config(ConfigError::new("algorithm", "no policy")))?;
@@ -448,7 +450,7 @@ impl<A: Algorithm> Limiter<A> {
                 cost,
                 mode,
             };
-            inner.guard.decide(call, store).instrument(span).await?
+            Box::pin(inner.guard.decide(call, store).instrument(span)).await?
         };
         let each: Vec<PolicyDecision> = parts
             .iter()

@@ -137,7 +137,9 @@ async fn a_client_hammering_while_denied_costs_no_redis_call() {
             Gcra::new(10, Duration::from_secs(1)),
         )
         .name(name)
-        .clock(clock.clone());
+        .clock(clock.clone())
+        .on_store_failure(FailurePolicy::ReturnError)
+        .timeout(Duration::from_secs(10));
         if cache { b.deny_cache(10_000) } else { b }
             .build()
             .unwrap()
@@ -177,6 +179,8 @@ async fn a_refund_clears_the_cached_denial() {
         FixedWindow::new(2, Duration::from_secs(60)),
     )
     .clock(clock)
+    .on_store_failure(FailurePolicy::ReturnError)
+    .timeout(Duration::from_secs(10))
     .deny_cache(100)
     .build()
     .unwrap();
