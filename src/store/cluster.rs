@@ -1,26 +1,29 @@
-//! The shared store on Redis Cluster: the same scripts as
-//! [`RedisStore`](super::RedisStore), each routed by its one key to the shard
-//! that owns it.
+//! The shared store on Redis Cluster: the same function library and
+//! scripts as [`RedisStore`](super::RedisStore), each call routed by its key
+//! to the shard that owns it.
 //!
-//! Every script touches exactly one key, whose hash tag is the escaped user
-//! key, so one client's state lives on one shard and clients spread over all
-//! of them. `NOSCRIPT` is answered with `EVAL` of the source on the same
-//! route; redirections and cluster-down errors are retried by redis-rs'
+//! Every call touches keys of one hash tag, the escaped user key, so one
+//! client's state lives on one shard and clients spread over all of them.
+//! A missing function is loaded on the node that owns the key; `NOSCRIPT` is
+//! answered with `EVAL` of the source on the same route; redirections and cluster-down errors are retried by redis-rs'
 //! cluster connection, and no retry can admit more than the limit (a retry
 //! after a broken connection can only charge twice). The details, for users
 //! as well, are on [`RedisClusterStore`].
 
+use super::redis::{already_loaded, function_missing, load_library_cmd, unknown_command};
 use super::StoreError;
 use crate::algorithm::{
-    parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LEASE_SOURCE, SCRIPT, SCRIPT_SOURCE,
+    parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LEASE_SOURCE, LIBRARY, SCRIPT,
+    SCRIPT_SOURCE,
 };
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::SingleNodeRoutingInfo;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{
     Cmd, ErrorKind, IntoConnectionInfo, RedisError, RedisResult, Script, ServerErrorKind, Value,
 };
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -80,17 +83,21 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 /// one client's state lives on one shard, each decision is one atomic script
 /// there, and different clients spread evenly over all shards.
 ///
-/// # Scripts on many nodes
+/// # Functions and scripts on many nodes
 ///
-/// Each node has its own script cache: lost on restart and on
-/// `SCRIPT FLUSH`, and possibly empty on a replica that a failover promotes.
-/// A decision is an `EVALSHA` routed by its key. When the node answers
-/// `NOSCRIPT` (the script did not run), the same call is sent again as `EVAL`
-/// with the script's source, routed by the same key: it runs the script *and*
-/// caches it on exactly the node that owns the key, also when that node is
-/// the target of an `ASK` redirection during a migration. Scripts are thus
-/// loaded on every primary that serves a key, lazily, without a fan-out to
-/// all nodes that would fail whenever any node is down.
+/// Each node has its own functions (saved with its data and replicated,
+/// but gone after `FUNCTION FLUSH` or on a node added empty) and its own
+/// script cache (lost on restart and on `SCRIPT FLUSH`). A decision is an
+/// `FCALL` routed by its key. When the node answers that the function is
+/// not found (it did not run), floodgate's library is loaded on the node
+/// that owns the key's slot and the call is sent again; if that still
+/// fails (during a migration the call may be redirected to a node that
+/// lacks it), the call is sent as `EVAL` with the same code's source, which
+/// works on any node. On a cluster without functions (Redis < 7) decisions
+/// are `EVALSHA`, and on `NOSCRIPT` `EVAL`, routed by the same key: it runs
+/// the script *and* caches it on exactly the node that owns the key. Code
+/// is thus loaded on every primary that serves a key, lazily, without a
+/// fan-out to all nodes that would fail whenever any node is down.
 ///
 /// # Which retries are safe
 ///
@@ -110,7 +117,8 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 ///   is retried after a short random backoff. Always safe.
 /// * `READONLY` (the node was demoted to replica): nothing ran. The slot map
 ///   is refreshed and the call retried. Always safe.
-/// * `NOSCRIPT`: nothing ran. Sent once more as `EVAL` (above). Always safe.
+/// * `NOSCRIPT`, function not found: nothing ran. Sent once more after
+///   loading, or as `EVAL` (above). Always safe.
 /// * A broken connection or a timeout *after* the call was sent: the script
 ///   may or may not have run, and redis-rs sends it again, so the cost may be
 ///   **charged twice**. That never admits more than the limit allows: the
@@ -138,6 +146,8 @@ pub struct RedisClusterStore {
 
 struct Inner {
     client: ClusterClient,
+    /// The cluster knows no `FCALL` (Redis < 7): decisions use `EVALSHA`.
+    no_functions: AtomicBool,
     state: Mutex<Conn>,
     /// Wakes the callers waiting for a connection attempt to end.
     notify: Notify,
@@ -190,6 +200,7 @@ impl RedisClusterStore {
         Self {
             inner: Arc::new(Inner {
                 client,
+                no_functions: AtomicBool::new(false),
                 state: Mutex::new(Conn::Idle),
                 notify: Notify::new(),
             }),
@@ -260,11 +271,12 @@ impl RedisClusterStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Vec<Reply>, StoreError> {
-        let v = self
-            .eval(&SCRIPT, SCRIPT_SOURCE, |verb, script| {
-                script_cmd(verb, script, targets, now, cost, mode)
-            })
-            .await?;
+        let cmd = |verb: &str, script: &str| script_cmd(verb, script, targets, now, cost, mode);
+        let key = targets.first().map_or("", |(k, _)| *k);
+        let v = match self.fcall(key, &cmd("FCALL", &LIBRARY.name)).await? {
+            Some(v) => v,
+            None => self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await?,
+        };
         parse_value(&v, targets.len())
             .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
     }
@@ -285,6 +297,40 @@ impl RedisClusterStore {
             })
             .await?;
         super::redis::parse_lease(&v)
+    }
+
+    /// `FCALL` of floodgate's library, routed by the command's key; when
+    /// the node lacks the function, load it there and call again. `None`:
+    /// decide by `EVAL` instead (no functions on this cluster, or the
+    /// function still missing where the call went).
+    async fn fcall(&self, key: &str, call: &Cmd) -> Result<Option<Value>, StoreError> {
+        if self.inner.no_functions.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut conn = self.connection().await?;
+        match query(&mut conn, call).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if unknown_command(&e) => {
+                self.inner.no_functions.store(true, Ordering::Relaxed);
+                Ok(None)
+            }
+            Err(e) if function_missing(&e) => {
+                // Where the key's slot is, by the slot map: not a fan-out.
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                    Route::with_slot(Slot::for_key(key), SlotAddr::Master),
+                ));
+                match conn.route_command(load_library_cmd(), route).await {
+                    Err(e) if !already_loaded(&e) => return Ok(None),
+                    _ => {}
+                }
+                match query(&mut conn, call).await {
+                    Ok(v) => Ok(Some(v)),
+                    Err(e) if function_missing(&e) || unknown_command(&e) => Ok(None),
+                    Err(e) => Err(store_error(e)),
+                }
+            }
+            Err(e) => Err(store_error(e)),
+        }
     }
 
     /// `EVALSHA`, routed by the command's key; on `NOSCRIPT` the script did
