@@ -5,13 +5,14 @@ ALG.fw = function(o, key, limit, window, refund)
   local reset = (idx + 1) * window - now
   local count = 0
   local v = call('GET', key)
-  if v and (tonumber(sub(v, 1, -width - 1)) or -1) == idx then
-    count = tonumber(sub(v, -width))
+  -- Digits this code wrote: `+ 0` parses once, where tonumber() parses twice.
+  if v and #v > width and sub(v, 1, -width - 1) + 0 == idx then
+    count = sub(v, -width) + 0
   end
   if refund then
     local left = max(0, count - cost)
     put(o, 1, limit, limit - left, left > 0 and reset or 0, nil, 0)
-    if left ~= count then return num(idx) .. format('%0' .. width .. 'd', left), reset + SLACK end
+    if left ~= count then return num(idx) .. format(pad(width), left), reset + SLACK end
     return
   end
   if cost > 0 and count + cost > limit then
@@ -22,5 +23,5 @@ ALG.fw = function(o, key, limit, window, refund)
   end
   count = count + cost
   put(o, 1, limit, limit - count, count > 0 and reset or 0, nil, 0)
-  if cost > 0 then return num(idx) .. format('%0' .. width .. 'd', count), reset + SLACK end
+  if cost > 0 then return num(idx) .. format(pad(width), count), reset + SLACK end
 end

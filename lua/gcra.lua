@@ -15,7 +15,7 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
   local v = call('GET', key)
   if v then
     local colon = find(v, ':', 1, true)
-    backlog, ts = tonumber(sub(v, 1, colon - 1)), tonumber(sub(v, colon + 1))
+    backlog, ts = sub(v, 1, colon - 1) + 0, sub(v, colon + 1) + 0
   end
   local elapsed = now - ts
   if elapsed < 0 then elapsed = 0 end

@@ -44,9 +44,22 @@ local function put(o, allowed, limit, remaining, reset, retry, delay)
   if retry then out[o + 5] = ms(retry) else out[o + 5] = -1 end
   out[o + 6] = ms(delay)
 end
+-- '%0<width>d' for each width, made once: a number joined to a string is
+-- printed as a float.
+local PAD = {}
+local function pad(width)
+  local f = PAD[width]
+  if not f then f = '%0' .. width .. 'd'; PAD[width] = f end
+  return f
+end
 -- Counters are packed into one integer, the window index then each count in
 -- as many digits as the limit has, so Redis stores the value as a bare integer.
-local function width_of(limit) return len(format('%d', limit)) end
+local function width_of(limit)
+  -- Counted, not printed: formatting costs more than the whole decision.
+  local w, p = 1, 10
+  while limit >= p do w, p = w + 1, p * 10 end
+  return w
+end
 -- Each algorithm: ALG.name(o, key, p1, p2, refund) puts its reply at `o` and
 -- returns what to write if every key admits (main.lua writes it): a string
 -- value and its TTL in ms for SET, or a sliding log's LOG_ADD / LOG_DROP and

@@ -1,8 +1,10 @@
 -- Sliding log: a sorted set with one member per admitted request, scored by
 -- its time. Entries at or before now - window no longer count. Rejected
 -- requests are never recorded.
+-- Ranks and counts go to Redis as strings: a number argument is printed
+-- as %.17g.
 local function sl_score(key, rank)
-  return tonumber(call('ZRANGE', key, rank, rank, 'WITHSCORES')[2])
+  return call('ZRANGE', key, rank, rank, 'WITHSCORES')[2] + 0
 end
 ALG.sl = function(o, key, limit, window, refund)
   local after = '(' .. num(now - window)
@@ -18,7 +20,7 @@ ALG.sl = function(o, key, limit, window, refund)
   end
   if cost > 0 and count + cost > limit then
     local retry, reset = nil, 0
-    if count > 0 then reset = sl_score(key, -1) + window - now end
+    if count > 0 then reset = sl_score(key, '-1') + window - now end
     if cost <= limit then
       -- The request fits once the (count + cost - limit)-th oldest entry
       -- leaves; when that is the newest one (cost = limit), it is known.
@@ -26,8 +28,8 @@ ALG.sl = function(o, key, limit, window, refund)
       if k == count then
         retry = reset
       else
-        local e = call('ZRANGEBYSCORE', key, after, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
-        retry = tonumber(e[2]) + window - now
+        local e = call('ZRANGEBYSCORE', key, after, '+inf', 'WITHSCORES', 'LIMIT', format('%d', k - 1), '1')
+        retry = e[2] + window - now
       end
     end
     put(o, 0, limit, limit - count, reset, retry, 0)
@@ -35,7 +37,7 @@ ALG.sl = function(o, key, limit, window, refund)
   end
   local reset = 0
   if count + cost > 0 then reset = window end
-  if cost == 0 and count > 0 then reset = sl_score(key, -1) + window - now end
+  if cost == 0 and count > 0 then reset = sl_score(key, '-1') + window - now end
   put(o, 1, limit, limit - count - cost, reset, nil, 0)
   if cost > 0 then return LOG_ADD, count end
 end
@@ -50,7 +52,7 @@ local function sl_add(key, limit, window, count)
   call('ZREMRANGEBYSCORE', key, '-inf', num(now - window))
   local at = num(now)
   local head = num(now % (2 * window))
-  local f = '%0' .. width_of(limit) .. 'd'
+  local f = pad(width_of(limit))
   if cost == 1 then
     call('ZADD', key, at, head .. format(f, count))
   else
@@ -67,5 +69,5 @@ local function sl_add(key, limit, window, count)
       call('ZADD', key, unpack(args))
     end
   end
-  call('PEXPIRE', key, window + SLACK)
+  call('PEXPIRE', key, format('%d', window + SLACK))
 end

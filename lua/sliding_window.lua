@@ -23,7 +23,7 @@ local function sw_first_fit(p, c, lo, window, room)
   return e
 end
 local function sw_pack(width, idx, c, p)
-  local f = '%0' .. width .. 'd'
+  local f = pad(width)
   return num(idx) .. format(f, c) .. format(f, p)
 end
 ALG.sw = function(o, key, limit, window, refund)
@@ -31,12 +31,12 @@ ALG.sw = function(o, key, limit, window, refund)
   local idx = floor(now / window)
   local cur, prev = 0, 0
   local v = call('GET', key)
-  if v then
-    local head = tonumber(sub(v, 1, -2 * width - 1)) or -1
+  if v and #v > 2 * width then
+    local head = sub(v, 1, -2 * width - 1) + 0
     if head == idx then
-      cur, prev = tonumber(sub(v, -2 * width, -width - 1)), tonumber(sub(v, -width))
+      cur, prev = sub(v, -2 * width, -width - 1) + 0, sub(v, -width) + 0
     elseif head == idx - 1 then
-      prev = tonumber(sub(v, -2 * width, -width - 1))
+      prev = sub(v, -2 * width, -width - 1) + 0
     end
   end
   local elapsed = now - idx * window
