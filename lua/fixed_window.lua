@@ -1,4 +1,8 @@
 -- Fixed window: one counter per aligned window. State: window index, count.
+local function fw_pack(width, idx, c)
+  if whole(idx) then return format(pack_fmt(width, 1), idx, c) end
+  return num(idx) .. format(pad(width), c)
+end
 ALG.fw = function(o, key, limit, window, refund)
   local width = width_of(limit)
   local idx = floor(now / window)
@@ -12,7 +16,7 @@ ALG.fw = function(o, key, limit, window, refund)
   if refund then
     local left = max(0, count - cost)
     put(o, 1, limit, limit - left, left > 0 and reset or 0, nil, 0)
-    if left ~= count then return num(idx) .. format(pad(width), left), reset + SLACK end
+    if left ~= count then return fw_pack(width, idx, left), reset + SLACK end
     return
   end
   if cost > 0 and count + cost > limit then
@@ -23,5 +27,5 @@ ALG.fw = function(o, key, limit, window, refund)
   end
   count = count + cost
   put(o, 1, limit, limit - count, count > 0 and reset or 0, nil, 0)
-  if cost > 0 then return num(idx) .. format(pad(width), count), reset + SLACK end
+  if cost > 0 then return fw_pack(width, idx, count), reset + SLACK end
 end

@@ -9,6 +9,11 @@
 -- an admitted request has drained.
 -- EPS: a ns of float rounding never costs a request.
 local EPS = 1e-6
+-- 'backlog:ts', in one format call when both are whole.
+local function vs_state(b, ts)
+  if whole(b) and whole(ts) then return format('%d:%d', b, ts) end
+  return num(b) .. ':' .. num(ts)
+end
 local function virtual_schedule(o, key, burst, interval, refund, queue)
   local tau = burst * interval
   local backlog, ts = 0, now
@@ -24,7 +29,7 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
   if refund then
     local b = max(0, backlog - cost * interval)
     put(o, 1, burst, floor((tau - b + EPS) / interval), b, nil, 0)
-    if b ~= backlog then return num(b) .. ':' .. num(ts), ceil(b) + SLACK end
+    if b ~= backlog then return vs_state(b, ts), ceil(b) + SLACK end
     return
   end
   local after = backlog + cost * interval
@@ -37,7 +42,7 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
   local delay = 0
   if queue then delay = backlog end
   put(o, 1, burst, floor((tau - after + EPS) / interval), after, nil, delay)
-  if cost > 0 then return num(after) .. ':' .. num(ts), ceil(after) + SLACK end
+  if cost > 0 then return vs_state(after, ts), ceil(after) + SLACK end
 end
 
 -- GCRA (generic cell rate algorithm), as go-redis/redis_rate and governor:

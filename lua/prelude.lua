@@ -23,11 +23,13 @@ local now, cost, out
 -- Keys outlive their use by this margin, so a test clock that runs slower
 -- than the wall clock never sees state vanish early.
 local SLACK = 1000
+-- Whole numbers that %d prints as %.15g would.
+local function whole(x) return x % 1 == 0 and x < 1e15 and x > -1e15 end
 -- Every state number round-trips exactly (tostring keeps only 14 digits),
 -- in the shortest of the usual forms: short values take less memory.
 local function num(x)
-  -- Whole numbers below 1e15 print the same with %d, without float formatting.
-  if x % 1 == 0 and x < 1e15 and x > -1e15 then return format('%d', x) end
+  -- %d: the same digits, without float formatting.
+  if whole(x) then return format('%d', x) end
   local s = format('%.15g', x)
   if tonumber(s) ~= x then s = format('%.17g', x) end
   return s
@@ -50,6 +52,15 @@ local PAD = {}
 local function pad(width)
   local f = PAD[width]
   if not f then f = '%0' .. width .. 'd'; PAD[width] = f end
+  return f
+end
+-- pack(width, head, counts...) as one format call when the head is whole
+-- (num() would print it with %d too): '%d' then `n` padded counts.
+local PACK = {}
+local function pack_fmt(width, n)
+  local k = width * 2 + n
+  local f = PACK[k]
+  if not f then f = '%d' .. string.rep(pad(width), n); PACK[k] = f end
   return f
 end
 -- Counters are packed into one integer, the window index then each count in

@@ -23,6 +23,7 @@ local function sw_first_fit(p, c, lo, window, room)
   return e
 end
 local function sw_pack(width, idx, c, p)
+  if whole(idx) then return format(pack_fmt(width, 2), idx, c, p) end
   local f = pad(width)
   return num(idx) .. format(f, c) .. format(f, p)
 end
