@@ -499,6 +499,37 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
 }
 
 #[test]
+fn a_user_without_functions_decides_by_scripts() {
+    let _one = serial();
+    let server = RedisServer::start();
+    let _: String = server.cmd(&[
+        "ACL",
+        "SETUSER",
+        "lim",
+        "on",
+        ">pw",
+        "~*",
+        "+@all",
+        "-fcall",
+        "-function",
+    ]);
+    let url = server.url().replacen("redis://", "redis://lim:pw@", 1);
+    let rt = runtime();
+    let limiter = Limiter::builder(RedisStore::from_url(&url).unwrap(), big())
+        .on_store_failure(FailurePolicy::ReturnError)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for i in 0..10 {
+            let d = limiter.check(&format!("k{i}"), 1).await.unwrap();
+            assert!(d.allowed && !d.degraded);
+        }
+    });
+    // The first one twice: NOSCRIPT, then the script.
+    assert!(commandstat(&server, "evalsha") >= 10);
+}
+
+#[test]
 fn one_fcall_per_decision_and_no_ping() {
     let _one = serial();
     let server = RedisServer::start();

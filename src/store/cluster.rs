@@ -10,7 +10,7 @@
 //! after a broken connection can only charge twice). The details, for users
 //! as well, are on [`RedisClusterStore`].
 
-use super::redis::{already_loaded, function_missing, load_library_cmd, unknown_command};
+use super::redis::{already_loaded, function_missing, load_library_cmd, no_function_here};
 use super::StoreError;
 use crate::algorithm::{
     parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LEASE_SOURCE, LIBRARY, SCRIPT,
@@ -310,7 +310,7 @@ impl RedisClusterStore {
         let mut conn = self.connection().await?;
         match query(&mut conn, call).await {
             Ok(v) => Ok(Some(v)),
-            Err(e) if unknown_command(&e) => {
+            Err(e) if no_function_here(&e) => {
                 self.inner.no_functions.store(true, Ordering::Relaxed);
                 Ok(None)
             }
@@ -320,12 +320,16 @@ impl RedisClusterStore {
                     Route::with_slot(Slot::for_key(key), SlotAddr::Master),
                 ));
                 match conn.route_command(load_library_cmd(), route).await {
+                    Err(e) if no_function_here(&e) => {
+                        self.inner.no_functions.store(true, Ordering::Relaxed);
+                        return Ok(None);
+                    }
                     Err(e) if !already_loaded(&e) => return Ok(None),
                     _ => {}
                 }
                 match query(&mut conn, call).await {
                     Ok(v) => Ok(Some(v)),
-                    Err(e) if function_missing(&e) || unknown_command(&e) => Ok(None),
+                    Err(e) if function_missing(&e) || no_function_here(&e) => Ok(None),
                     Err(e) => Err(store_error(e)),
                 }
             }

@@ -215,7 +215,7 @@ impl RedisStore {
         } else {
             let cmd = script_cmd("FCALL", &LIBRARY.name, targets, now, cost, mode);
             match self.call(Load::Library, &cmd).await {
-                Err(StoreError::Redis(e)) if unknown_command(&e) => {
+                Err(StoreError::Redis(e)) if no_function_here(&e) => {
                     no_functions.store(true, Ordering::Relaxed);
                     None
                 }
@@ -574,6 +574,12 @@ pub(super) fn function_missing(e: &RedisError) -> bool {
 /// A server without the command (`FCALL` before Redis 7).
 pub(super) fn unknown_command(e: &RedisError) -> bool {
     e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"))
+}
+
+/// Functions cannot be used here: no `FCALL`, or `FCALL` or `FUNCTION LOAD`
+/// not allowed to this user (ACL). Scripts may still be.
+pub(super) fn no_function_here(e: &RedisError) -> bool {
+    unknown_command(e) || e.code() == Some("NOPERM")
 }
 
 /// The connection cannot be used again.
