@@ -28,23 +28,25 @@ local function whole(x) return x % 1 == 0 and x < 1e15 and x > -1e15 end
 -- Every state number round-trips exactly (tostring keeps only 14 digits),
 -- in the shortest of the usual forms: short values take less memory.
 local function num(x)
-  -- %d: the same digits, without float formatting.
-  if whole(x) then return format('%d', x) end
+  -- %d: the same digits, without float formatting (whole(), inlined: a
+  -- Lua call costs more than the test).
+  if x % 1 == 0 and x < 1e15 and x > -1e15 then return format('%d', x) end
   local s = format('%.15g', x)
   if tonumber(s) ~= x then s = format('%.17g', x) end
   return s
 end
--- Durations leave as whole ms rounded up: a client that waits them is never early.
-local function ms(x) if x <= 0 then return 0 end return ceil(x) end
 -- Writes one key's reply into out[o + 1 .. o + 6]; no table per key.
+-- Durations leave as whole ms rounded up (a client that waits them is never
+-- early), 0 when not positive.
 local function put(o, allowed, limit, remaining, reset, retry, delay)
   if remaining < 0 then remaining = 0 end
   out[o + 1] = allowed
   out[o + 2] = limit
   out[o + 3] = remaining
-  out[o + 4] = ms(reset)
-  if retry then out[o + 5] = ms(retry) else out[o + 5] = -1 end
-  out[o + 6] = ms(delay)
+  if reset <= 0 then out[o + 4] = 0 else out[o + 4] = ceil(reset) end
+  if not retry then out[o + 5] = -1
+  elseif retry <= 0 then out[o + 5] = 0 else out[o + 5] = ceil(retry) end
+  if delay <= 0 then out[o + 6] = 0 else out[o + 6] = ceil(delay) end
 end
 -- '%0<width>d' for each width, made once: a number joined to a string is
 -- printed as a float.
