@@ -87,6 +87,10 @@ struct Shared {
     epoch: Instant,
     /// The server knows no `FCALL` (Redis < 7): decisions use `EVALSHA`.
     no_functions: AtomicBool,
+    /// Bumped by each load of the library, under its lock: of the calls
+    /// that found the function missing at once, one loads it.
+    loads: tokio::sync::Mutex<u64>,
+    loaded: AtomicU64,
 }
 
 struct Slot {
@@ -192,6 +196,8 @@ impl RedisStore {
                 connect_timeout,
                 epoch: Instant::now(),
                 no_functions: AtomicBool::new(false),
+                loads: tokio::sync::Mutex::new(0),
+                loaded: AtomicU64::new(0),
             }),
         }
     }
@@ -271,7 +277,7 @@ impl RedisStore {
                 generation,
                 answered: false,
             };
-            let result = run(&mut conn, load, cmd).await;
+            let result = run(shared, &mut conn, load, cmd).await;
             watch.answered();
             match result {
                 Ok(v) => return Ok(v),
@@ -514,10 +520,12 @@ enum Load<'a> {
 /// functions were emptied, or never had it) load it and send `cmd` again:
 /// the first attempt did not run.
 async fn run(
+    shared: &Shared,
     conn: &mut MultiplexedConnection,
     load: Load<'_>,
     cmd: &Cmd,
 ) -> redis::RedisResult<Value> {
+    let seen = shared.loaded.load(Ordering::Acquire);
     match conn
         .send_packed_command(cmd)
         .await
@@ -525,10 +533,19 @@ async fn run(
     {
         Err(e) if load.missing(&e) => {
             match load {
-                Load::Library => match load_library_cmd().query_async::<String>(conn).await {
-                    Err(e) if !already_loaded(&e) => return Err(e),
-                    _ => {}
-                },
+                Load::Library => {
+                    // One load per herd: a call that finds a load done
+                    // since it sent its FCALL only repeats it.
+                    let mut loads = shared.loads.lock().await;
+                    if *loads == seen {
+                        match load_library_cmd().query_async::<String>(conn).await {
+                            Err(e) if !already_loaded(&e) => return Err(e),
+                            _ => {}
+                        }
+                        *loads += 1;
+                        shared.loaded.store(*loads, Ordering::Release);
+                    }
+                }
                 Load::Script(script) => {
                     script.load_async(conn).await?;
                 }
