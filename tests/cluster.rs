@@ -290,7 +290,15 @@ async fn functions_come_back_after_a_flush_on_every_node() {
     for k in &keys {
         assert_eq!(limiter.check(k, 1).await.unwrap().remaining, 1);
     }
-    let loaded = cluster.library_on_primaries(&library);
+    // Loaded again on every primary, in the background meanwhile.
+    let mut loaded = cluster.library_on_primaries(&library);
+    for _ in 0..100 {
+        if loaded.iter().all(|(_, e)| *e) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        loaded = cluster.library_on_primaries(&library);
+    }
     assert!(
         loaded.iter().all(|(_, e)| *e),
         "not loaded everywhere: {loaded:?}"

@@ -10,7 +10,7 @@
 //! after a broken connection can only charge twice). The details, for users
 //! as well, are on [`RedisClusterStore`].
 
-use super::redis::{already_loaded, function_missing, load_library_cmd, no_function_here};
+use super::redis::{function_missing, load_library_cmd, no_function_here};
 use super::StoreError;
 use crate::algorithm::{
     parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LEASE_SOURCE, LIBRARY, SCRIPT,
@@ -89,11 +89,10 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 /// but gone after `FUNCTION FLUSH` or on a node added empty) and its own
 /// script cache (lost on restart and on `SCRIPT FLUSH`). A decision is an
 /// `FCALL` routed by its key. When the node answers that the function is
-/// not found (it did not run), floodgate's library is loaded on the node
-/// that owns the key's slot and the call is sent again; if that still
-/// fails (during a migration the call may be redirected to a node that
-/// lacks it), the call is sent as `EVAL` with the same code's source, which
-/// works on any node. On a cluster without functions (Redis < 7) decisions
+/// not found (it did not run), the call is sent as `EVAL` with the same
+/// code's source, which works on any node, while floodgate's library is
+/// loaded on the node that owns the key's slot in the background (one load
+/// at a time): the next calls there are `FCALL`s again. On a cluster without functions (Redis < 7) decisions
 /// are `EVALSHA`, and on `NOSCRIPT` `EVAL`, routed by the same key: it runs
 /// the script *and* caches it on exactly the node that owns the key. Code
 /// is thus loaded on every primary that serves a key, lazily, without a
@@ -148,6 +147,8 @@ struct Inner {
     client: ClusterClient,
     /// The cluster knows no `FCALL` (Redis < 7): decisions use `EVALSHA`.
     no_functions: AtomicBool,
+    /// A task is loading the library on a node.
+    loading: AtomicBool,
     state: Mutex<Conn>,
     /// Wakes the callers waiting for a connection attempt to end.
     notify: Notify,
@@ -201,6 +202,7 @@ impl RedisClusterStore {
             inner: Arc::new(Inner {
                 client,
                 no_functions: AtomicBool::new(false),
+                loading: AtomicBool::new(false),
                 state: Mutex::new(Conn::Idle),
                 notify: Notify::new(),
             }),
@@ -273,10 +275,7 @@ impl RedisClusterStore {
     ) -> Result<Vec<Reply>, StoreError> {
         let cmd = |verb: &str, script: &str| script_cmd(verb, script, targets, now, cost, mode);
         let key = targets.first().map_or("", |(k, _)| *k);
-        let v = match self.fcall(key, &cmd("FCALL", &LIBRARY.name)).await? {
-            Some(v) => v,
-            None => self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await?,
-        };
+        let v = self.fcall(key, cmd).await?;
         parse_value(&v, targets.len())
             .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
     }
@@ -299,42 +298,58 @@ impl RedisClusterStore {
         super::redis::parse_lease(&v)
     }
 
-    /// `FCALL` of floodgate's library, routed by the command's key; when
-    /// the node lacks the function, load it there and call again. `None`:
-    /// decide by `EVAL` instead (no functions on this cluster, or the
-    /// function still missing where the call went).
-    async fn fcall(&self, key: &str, call: &Cmd) -> Result<Option<Value>, StoreError> {
+    /// `FCALL` of floodgate's library, routed by the command's key. When
+    /// the node lacks the function, this call runs as `EVAL` of the source
+    /// (as many round trips as `EVALSHA` + `EVAL` before functions) while
+    /// the library is loaded on that node in the background.
+    async fn fcall(&self, key: &str, cmd: impl Fn(&str, &str) -> Cmd) -> Result<Value, StoreError> {
         if self.inner.no_functions.load(Ordering::Relaxed) {
-            return Ok(None);
+            return self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await;
         }
         let mut conn = self.connection().await?;
-        match query(&mut conn, call).await {
-            Ok(v) => Ok(Some(v)),
+        match query(&mut conn, &cmd("FCALL", &LIBRARY.name)).await {
+            Ok(v) => Ok(v),
             Err(e) if no_function_here(&e) => {
                 self.inner.no_functions.store(true, Ordering::Relaxed);
-                Ok(None)
+                self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await
             }
             Err(e) if function_missing(&e) => {
-                // Where the key's slot is, by the slot map: not a fan-out.
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
-                    Route::with_slot(Slot::for_key(key), SlotAddr::Master),
-                ));
-                match conn.route_command(load_library_cmd(), route).await {
-                    Err(e) if no_function_here(&e) => {
-                        self.inner.no_functions.store(true, Ordering::Relaxed);
-                        return Ok(None);
-                    }
-                    Err(e) if !already_loaded(&e) => return Ok(None),
-                    _ => {}
-                }
-                match query(&mut conn, call).await {
-                    Ok(v) => Ok(Some(v)),
-                    Err(e) if function_missing(&e) || no_function_here(&e) => Ok(None),
-                    Err(e) => Err(store_error(e)),
-                }
+                self.load_library(key);
+                query(&mut conn, &cmd("EVAL", SCRIPT_SOURCE))
+                    .await
+                    .map_err(store_error)
             }
             Err(e) => Err(store_error(e)),
         }
+    }
+
+    /// Load the library on the node owning `key`'s slot (by the slot map:
+    /// not a fan-out), in a task of its own, one at a time.
+    fn load_library(&self, key: &str) {
+        if self.inner.loading.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        struct Done(Arc<Inner>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                self.0.loading.store(false, Ordering::Release);
+            }
+        }
+        let store = self.clone();
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_slot(
+            Slot::for_key(key),
+            SlotAddr::Master,
+        )));
+        tokio::spawn(async move {
+            let _done = Done(store.inner.clone());
+            if let Ok(mut conn) = store.connection().await {
+                if let Err(e) = conn.route_command(load_library_cmd(), route).await {
+                    if no_function_here(&e) {
+                        store.inner.no_functions.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
     }
 
     /// `EVALSHA`, routed by the command's key; on `NOSCRIPT` the script did
