@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# Server cost per decision, counted not timed: instructions executed inside
-# EVALSHA by redis-server (valgrind --tool=callgrind, collecting only inside
-# `evalShaCommand`), floodgate's script vs the seed's script of the same
-# algorithm, same keys, same number of calls. Deterministic: unlike
-# `usec_per_call`, it does not move when other processes share the cores.
+# Server cost per decision, counted not timed: instructions executed by
+# redis-server inside the command (valgrind --tool=callgrind, collecting only
+# inside `fcallCommand` for floodgate, `evalShaCommand` for the seed),
+# floodgate's `FCALL` vs the seed's script of the same algorithm, same keys,
+# same number of calls. Deterministic: unlike `usec_per_call`, it does not
+# move when other processes share the cores.
 #
-#   benches/lua_cost.sh                 # all six algorithms, admit and deny (~5 min)
+#   benches/lua_cost.sh                 # all six algorithms, admit and deny (~8 min)
 #   benches/lua_cost.sh gcra admit      # one row
 #   CALLS=5000 benches/lua_cost.sh      # fewer calls (faster, same per-call figure)
 #
 # Needs redis-server, redis-benchmark, redis-cli, valgrind (callgrind_annotate,
 # callgrind_control). Starts its own servers on free loopback ports.
 #
-# floodgate's script is rebuilt from lua/ in the order src/algorithm/spec.rs
-# includes the files, with the ARGV `Limiter::check` sends (see
-# `cargo run --release --example loadgen`, which captures them with MONITOR).
-# The seed gets `now` from the client, as it did; floodgate reads Redis TIME.
+# floodgate's library is rebuilt from lua/ as src/algorithm/spec.rs builds
+# it (same files, order, name), with the ARGV `Limiter::check` sends (see
+# `cargo run --release --example loadgen`, which captures them with MONITOR
+# and checks the name). floodgate is measured twice: reading Redis TIME (the
+# default, `now` = '') and with the client's `now`, as the seed always is
+# (`Limiter` sends it with a client clock): the like-for-like comparison.
 # `admit`: limit 1000 per second over 10 000 keys (every call admitted);
 # `deny`: limit 1 per hour, every key spent by a warm-up before counting.
 set -euo pipefail
@@ -24,34 +27,52 @@ CALLS=${CALLS:-20000}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-# The script as the crate builds it.
-sed -n '/include_str!("..\/..\/lua\/prelude.lua")/,/^ *);/p' src/algorithm/spec.rs |
-  grep -o 'lua/[a-z_]*\.lua' | while read -r f; do cat "$f"; done >"$WORK/floodgate.lua"
+# The code as the crate builds it: the EVAL form (whose SHA1 names the
+# library), and the library.
+sed -n '/include_str!("..\/..\/lua\/prelude.lua")/,/include_str!("..\/..\/lua\/main.lua")/p' src/algorithm/spec.rs |
+  grep -o 'lua/[a-z_]*\.lua' | while read -r f; do cat "$f"; done >"$WORK/shared.lua"
+{ cat "$WORK/shared.lua"; printf 'return floodgate(KEYS, ARGV)\n'; } >"$WORK/script.lua"
+NAME=floodgate_$(sha1sum "$WORK/script.lua" | cut -c1-16)
+{
+  printf '#!lua name=%s\n' "$NAME"
+  cat "$WORK/shared.lua"
+  printf "redis.register_function('%s', floodgate)\n" "$NAME"
+} >"$WORK/library.lua"
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
-# ir_per_call NAME SCRIPT WARM ARGS... : instructions per EVALSHA of SCRIPT.
+# ir_per_call NAME fcall|evalsha FILE WARM KEY ARGS... : instructions per call
+# of FILE's code (a library for fcall, a script for evalsha).
 ir_per_call() {
-  local name=$1 file=$2 warm=$3
-  shift 3
-  local port out pid sha
+  local name=$1 kind=$2 file=$3 warm=$4
+  shift 4
+  local port out pid fn verb stat
   port=$(free_port)
   out="$WORK/$name.cg"
+  case $kind in
+    fcall) fn=fcallCommand verb=FCALL stat=fcall ;;
+    evalsha) fn=evalShaCommand verb=EVALSHA stat=evalsha ;;
+  esac
   # Instrumentation off until the counted calls: the warm-up runs faster.
-  valgrind --tool=callgrind --instr-atstart=no --toggle-collect=evalShaCommand --callgrind-out-file="$out" \
+  valgrind --tool=callgrind --instr-atstart=no --toggle-collect=$fn --callgrind-out-file="$out" \
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$WORK/$name.log" 2>&1 &
   pid=$!
   for _ in $(seq 200); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
-  sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$file")")
+  local target
+  if [ "$kind" = fcall ]; then
+    target=$(redis-cli -p "$port" FUNCTION LOAD REPLACE "$(cat "$file")")
+  else
+    target=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$file")")
+  fi
   if [ "$warm" -gt 0 ]; then
-    redis-benchmark -p "$port" -c 4 -P 16 -n "$warm" -r 10000 EVALSHA "$sha" 1 "$@" >/dev/null 2>&1
+    redis-benchmark -p "$port" -c 4 -P 16 -n "$warm" -r 10000 $verb "$target" 1 "$@" >/dev/null 2>&1
   fi
   callgrind_control -i on "$pid" >/dev/null 2>&1
   redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
-  redis-benchmark -p "$port" -c 4 -P 16 -n "$CALLS" -r 10000 EVALSHA "$sha" 1 "$@" >/dev/null 2>&1
+  redis-benchmark -p "$port" -c 4 -P 16 -n "$CALLS" -r 10000 $verb "$target" 1 "$@" >/dev/null 2>&1
   local calls
-  calls=$(redis-cli -p "$port" INFO commandstats | tr -d '\r' | grep '^cmdstat_evalsha:' |
-    sed 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/')
+  calls=$(redis-cli -p "$port" INFO commandstats | tr -d '\r' | grep "^cmdstat_$stat:" |
+    sed 's/^cmdstat_[a-z]*:calls=\([0-9]*\),.*/\1/')
   redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
   wait "$pid" 2>/dev/null || true
   local ir
@@ -86,22 +107,25 @@ row() {
     s1=1
     case $seed in seed_token_bucket) s2=0.0002777777777777778 ;; *) s2=3600000 ;; esac
   fi
-  local fg sd
-  fg=$(ir_per_call "fg-$alg-$traffic" "$WORK/floodgate.lua" $warm \
+  local fg fc sd
+  fg=$(ir_per_call "fg-$alg-$traffic" fcall "$WORK/library.lua" $warm \
     "floodgate:default:$tag:{__rand_int__}" '' check 1 "$tag" "$p1" "$p2")
+  fc=$(ir_per_call "fc-$alg-$traffic" fcall "$WORK/library.lua" $warm \
+    "floodgate:default:$tag:{__rand_int__}" "$NOW" check 1 "$tag" "$p1" "$p2")
   case $seed in
     seed_token_bucket) set -- "$s1" "$s2" "$NOW" 1 ;;
     seed_sliding_log) set -- "$s1" "$s2" "$NOW" "r:__rand_int__" ;;
     *) set -- "$s1" "$s2" "$NOW" ;;
   esac
-  sd=$(ir_per_call "seed-$alg-$traffic" "tests/baseline/$seed.lua" $warm "seed:{__rand_int__}" "$@")
-  printf '| %s | %s | %s | %s | %.2f |\n' "$alg" "$traffic" "$fg" "$sd" "$(echo "$fg / $sd" | bc -l)"
+  sd=$(ir_per_call "seed-$alg-$traffic" evalsha "tests/baseline/$seed.lua" $warm "seed:{__rand_int__}" "$@")
+  printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %s |\n' "$alg" "$traffic" "$fc" "$fg" "$sd" \
+    "$(echo "$fc / $sd" | bc -l)" "$(echo "$fg / $sd" | bc -l)" "$((fg - fc))"
 }
 
-echo "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $CALLS calls per row, instructions per EVALSHA (callgrind)"
+echo "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $CALLS calls per row, instructions per call (callgrind), library $NAME"
 echo
-echo "| algorithm | traffic | floodgate Ir/call | seed Ir/call | × seed |"
-echo "|---|---|---|---|---|"
+echo "| algorithm | traffic | floodgate, client now | floodgate, TIME | seed (client now) | × seed, like for like | × seed, TIME | TIME's cost |"
+echo "|---|---|---|---|---|---|---|---|"
 if [ $# -ge 1 ]; then
   row "$1" "${2:-admit}"
 else

@@ -1,5 +1,5 @@
 //! Load generator for `Limiter::check` on `RedisStore`, against
-//! `redis-benchmark` running floodgate's own script, in the same run.
+//! `redis-benchmark` running floodgate's own `FCALL`, in the same run.
 //!
 //! ```text
 //! cargo run --release --example loadgen                 # ~80 s, one run
@@ -19,16 +19,16 @@
 //! denied):
 //!
 //! 1. **capture**: one `Limiter::check` under `MONITOR` gives the exact
-//!    `EVALSHA` floodgate sends (script SHA, key layout, ARGV). The script's
-//!    source is also rebuilt from `lua/` in the order of `SCRIPT` in
-//!    `src/algorithm/spec.rs`, and its SHA checked against the captured one.
+//!    `FCALL` floodgate sends (function name, key layout, ARGV). The code is
+//!    also rebuilt from `lua/` as `src/algorithm/spec.rs` builds it, and the
+//!    library name its SHA gives checked against the captured one.
 //! 2. **rb -P16**: `redis-benchmark -c 50 -P 16` running that very command,
 //!    with the user key replaced by `__rand_int__` (`-r 10000`): the same
 //!    12-digit keys floodgate is given below.
 //! 3. **rb -P1**: the same without pipelining.
 //! 4. **floodgate**: `Limiter::check` from 64 tokio tasks on a multi-thread
 //!    runtime (2 workers here) for a fixed time: decisions/s, and Redis calls
-//!    per decision from `INFO commandstats` (`EVALSHA`, and the `UNWATCH` +
+//!    per decision from `INFO commandstats` (`FCALL`, and the `UNWATCH` +
 //!    `PING` a deadpool-redis pool sends to recycle a connection).
 //! 5. **latency** (admit only): open loop at half the rate of 4: a pacer
 //!    thread issues checks on schedule; each check's latency counts from its
@@ -38,8 +38,11 @@
 //!    seed's script of the same algorithm (`tests/baseline/`), each driven by
 //!    the same client (64 tasks on one multiplexed connection, same key
 //!    sequence, same count, now from the client clock for the seed) after
-//!    `CONFIG RESETSTAT`; `usec_per_call` of `evalsha` from `INFO
-//!    commandstats`, the lower of two alternated rounds each.
+//!    `CONFIG RESETSTAT`; `usec_per_call` of `fcall` (floodgate) and
+//!    `evalsha` (seed) from `INFO commandstats`, the lower of two alternated
+//!    rounds each. floodgate is driven twice: as captured (`now` = '', Redis
+//!    reads TIME) and with the client's `now` as the seed gets it (like for
+//!    like).
 //!
 //! Client, `redis-benchmark` and `redis-server` share the machine's cores
 //! (`nproc` is printed): compare the ratios, not the absolute numbers.
@@ -221,10 +224,11 @@ fn limiter(name: &str, t: Traffic, store: &RedisStore) -> Check {
     }
 }
 
-/// The `EVALSHA` floodgate sent: everything after the command name.
+/// The `FCALL` floodgate sent: everything after the command name.
 #[derive(Clone, Debug)]
 struct Captured {
-    sha: String,
+    /// The function's name.
+    function: String,
     /// KEYS[1] with the user key replaced by `{}`.
     key_template: String,
     argv: Vec<String>,
@@ -238,7 +242,7 @@ impl Captured {
 
 /// Run one check under MONITOR and read back what was sent.
 fn capture(redis: &Redis, rt: &tokio::runtime::Runtime, check: &Check) -> Captured {
-    // Once unmonitored: a NOSCRIPT round loads the script first.
+    // Once unmonitored: a first call may load the library first.
     rt.block_on(check(CAPTURE_KEY.to_string()))
         .expect("check works");
     let mut s = TcpStream::connect((redis.host.as_str(), redis.port)).expect("monitor connection");
@@ -254,18 +258,18 @@ fn capture(redis: &Redis, rt: &tokio::runtime::Runtime, check: &Check) -> Captur
         let mut line = String::new();
         lines
             .read_line(&mut line)
-            .expect("the monitored EVALSHA within 5 s");
-        // +1700000000.123456 [0 127.0.0.1:5555] "EVALSHA" "sha" "1" "key" ...
-        if line.contains("[0 lua]") || !line.contains("\"EVALSHA\"") {
+            .expect("the monitored FCALL within 5 s");
+        // +1700000000.123456 [0 127.0.0.1:5555] "FCALL" "name" "1" "key" ...
+        if line.contains("[0 lua]") || !line.contains("\"FCALL\"") {
             continue;
         }
         let words = monitor_words(&line);
-        let i = words.iter().position(|w| w == "EVALSHA").unwrap();
+        let i = words.iter().position(|w| w == "FCALL").unwrap();
         let w = &words[i + 1..];
         assert_eq!(w[1], "1", "one key per decision: {line}");
         assert!(w[2].contains(CAPTURE_KEY), "{line}");
         return Captured {
-            sha: w[0].clone(),
+            function: w[0].clone(),
             key_template: w[2].replacen(CAPTURE_KEY, "{}", 1),
             argv: w[3..].to_vec(),
         };
@@ -303,9 +307,9 @@ fn monitor_words(line: &str) -> Vec<String> {
     out
 }
 
-/// The script as the crate builds it: the `lua/` files in the order
+/// The EVAL form as the crate builds it: the `lua/` files in the order
 /// `src/algorithm/spec.rs` includes them (the run of `include_str!` lines
-/// that starts with `prelude.lua`).
+/// that starts with `prelude.lua`), then the call. Its SHA names the library.
 fn script_source() -> Option<String> {
     let root = env!("CARGO_MANIFEST_DIR");
     let spec = std::fs::read_to_string(format!("{root}/src/algorithm/spec.rs")).ok()?;
@@ -321,7 +325,8 @@ fn script_source() -> Option<String> {
         let path = std::path::Path::new(root).join("src/algorithm").join(rel);
         src.push_str(&std::fs::read_to_string(path).ok()?);
     }
-    (!src.is_empty()).then_some(src)
+    src.push_str("return floodgate(KEYS, ARGV)\n");
+    (src.len() > 40).then_some(src)
 }
 
 /// redis-benchmark's throughput for the captured command, requests/s.
@@ -331,11 +336,11 @@ fn redis_benchmark(redis: &Redis, c: &Captured, n: u64, pipeline: u32) -> (f64, 
     cmd.args(["-h", &redis.host, "-p", &redis.port.to_string()])
         .args(["-c", "50", "-P", &pipeline.to_string()])
         .args(["-n", &n.to_string(), "-r", &KEYS.to_string(), "--csv"])
-        .args(["EVALSHA", &c.sha, "1", &key])
+        .args(["FCALL", &c.function, "1", &key])
         .args(&c.argv);
     let shown = format!(
-        "redis-benchmark -p PORT -c 50 -P {pipeline} -n {n} -r {KEYS} --csv EVALSHA {} 1 '{key}' {}",
-        c.sha,
+        "redis-benchmark -p PORT -c 50 -P {pipeline} -n {n} -r {KEYS} --csv FCALL {} 1 '{key}' {}",
+        c.function,
         c.argv
             .iter()
             .map(|a| format!("'{a}'"))
@@ -523,13 +528,22 @@ fn first_int(v: &redis::Value) -> Option<i64> {
     }
 }
 
-fn floodgate_cmd(c: &Captured) -> Arc<dyn Fn(u64, usize) -> redis::Cmd + Send + Sync> {
+/// The captured call for key `k`; with `client_now`, ARGV[1] (`now`, ''
+/// for Redis' clock) is this client's clock instead, as the seed gets it.
+fn floodgate_cmd(
+    c: &Captured,
+    client_now: bool,
+) -> Arc<dyn Fn(u64, usize) -> redis::Cmd + Send + Sync> {
     let c = c.clone();
     Arc::new(move |_, k| {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&c.sha).arg(1).arg(c.key(&format!("{k:012}")));
-        for a in &c.argv {
-            cmd.arg(a);
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(&c.function).arg(1).arg(c.key(&format!("{k:012}")));
+        for (i, a) in c.argv.iter().enumerate() {
+            if i == 0 && client_now {
+                cmd.arg(support::now_ms());
+            } else {
+                cmd.arg(a);
+            }
         }
         cmd
     })
@@ -559,19 +573,21 @@ fn seed_cmd(
     })
 }
 
-/// Server µs per call of `evalsha` for `calls` calls made by `make`, after
-/// a warm-up call per key (which, for `deny`, spends every client's quota).
+/// Server µs per call of `stat` (`fcall`, `evalsha`) for `calls` calls
+/// made by `make`, after a warm-up call per key (which, for `deny`, spends
+/// every client's quota).
 fn usec_per_call(
     rt: &tokio::runtime::Runtime,
     redis: &Redis,
     calls: u64,
+    stat: &str,
     make: Arc<dyn Fn(u64, usize) -> redis::Cmd + Send + Sync>,
 ) -> (f64, f64) {
     redis.flushall();
     drive(rt, redis, KEYS as u64, make.clone(), true);
     redis.reset_stats();
     let admitted = drive(rt, redis, calls, make, false);
-    let (n, usec) = redis.command_stats("evalsha");
+    let (n, usec) = redis.command_stats(stat);
     (usec as f64 / n.max(1) as f64, admitted)
 }
 
@@ -582,7 +598,7 @@ struct Row {
     fg: f64,
     fg_admitted: f64,
     fg_errors: f64,
-    evalsha_per_decision: f64,
+    fcall_per_decision: f64,
     ping_per_decision: f64,
     fg_usec_live: f64,
     p50_sched: f64,
@@ -590,6 +606,7 @@ struct Row {
     p99_issue: f64,
     lat_rate: f64,
     usec_fg: f64,
+    usec_fg_now: f64,
     usec_seed: f64,
     admitted_fg_drv: f64,
     admitted_seed_drv: f64,
@@ -628,7 +645,7 @@ fn main() {
     );
     println!("load average at start: {}", support::loadavg());
 
-    // The seed scripts, loaded once (FLUSHALL keeps scripts).
+    // The seed scripts, loaded once (FLUSHALL keeps scripts and functions).
     let seed_sha = |name: &str| -> String {
         let src = std::fs::read_to_string(format!(
             "{}/tests/baseline/{name}.lua",
@@ -653,10 +670,11 @@ fn main() {
                     script_checked = Some(match script_source() {
                         Some(src) => {
                             let sha: String = redis.cmd(&["SCRIPT", "LOAD", &src]);
-                            if sha == cap.sha {
-                                format!("script rebuilt from lua/ in spec.rs order: SHA {sha} = what floodgate sends")
+                            let name = format!("floodgate_{}", &sha[..16]);
+                            if name == cap.function {
+                                format!("code rebuilt from lua/ in spec.rs order: library {name} = what floodgate calls")
                             } else {
-                                format!("WARNING: script rebuilt from lua/ has SHA {sha}, floodgate sent {}", cap.sha)
+                                format!("WARNING: code rebuilt from lua/ names library {name}, floodgate called {}", cap.function)
                             }
                         }
                         None => "script source not rebuilt (spec.rs not found)".into(),
@@ -668,7 +686,7 @@ fn main() {
                 let warm = |redis: &Redis| {
                     redis.flushall();
                     if t == Traffic::Deny {
-                        drive(&rt, redis, KEYS as u64, floodgate_cmd(&cap), true);
+                        drive(&rt, redis, KEYS as u64, floodgate_cmd(&cap, false), true);
                     }
                 };
 
@@ -686,7 +704,7 @@ fn main() {
                 warm(&redis);
                 let (rate, admitted, errors, decisions) =
                     closed_loop(&rt, &check, opts.run_time(), || redis.reset_stats());
-                let (evalsha, usec) = redis.command_stats("evalsha");
+                let (fcall, usec) = redis.command_stats("fcall");
                 // deadpool-redis recycles a connection on every checkout
                 // with UNWATCH + PING (one pipelined round trip).
                 let ping = redis.command_stats("ping").0 + redis.command_stats("unwatch").0;
@@ -694,9 +712,9 @@ fn main() {
                 row.fg = rate;
                 row.fg_admitted = admitted;
                 row.fg_errors = errors as f64;
-                row.evalsha_per_decision = evalsha as f64 / decisions;
+                row.fcall_per_decision = fcall as f64 / decisions;
                 row.ping_per_decision = ping as f64 / decisions;
-                row.fg_usec_live = usec as f64 / evalsha.max(1) as f64;
+                row.fg_usec_live = usec as f64 / fcall.max(1) as f64;
 
                 // (d): open-loop latency at half the saturating rate.
                 if t == Traffic::Admit {
@@ -714,25 +732,31 @@ fn main() {
                     row.lat_rate = f64::NAN;
                 }
 
-                // (e): server CPU per call, floodgate's script vs the seed's,
-                // alternated twice; the lower of each (preemption of
-                // redis-server by other processes only ever adds).
+                // (e): server CPU per call, floodgate's call (Redis' clock,
+                // then the client's) vs the seed's, alternated twice; the
+                // lower of each (preemption of redis-server by other
+                // processes only ever adds).
                 let calls = opts.driver_calls();
                 let seed = seed_cmd(alg.seed, seed_sha(alg.seed), t);
-                let (mut uf, mut us) = (f64::MAX, f64::MAX);
+                let (mut uf, mut un, mut us) = (f64::MAX, f64::MAX, f64::MAX);
                 for _ in 0..2 {
-                    let (u, a) = usec_per_call(&rt, &redis, calls, floodgate_cmd(&cap));
+                    let (u, a) =
+                        usec_per_call(&rt, &redis, calls, "fcall", floodgate_cmd(&cap, false));
                     uf = uf.min(u);
                     row.admitted_fg_drv = a;
-                    let (u, a) = usec_per_call(&rt, &redis, calls, seed.clone());
+                    let (u, _) =
+                        usec_per_call(&rt, &redis, calls, "fcall", floodgate_cmd(&cap, true));
+                    un = un.min(u);
+                    let (u, a) = usec_per_call(&rt, &redis, calls, "evalsha", seed.clone());
                     us = us.min(u);
                     row.admitted_seed_drv = a;
                 }
                 row.usec_fg = uf;
+                row.usec_fg_now = un;
                 row.usec_seed = us;
 
                 eprintln!(
-                    "  run {} {:<14} {:<5} rb-P16 {:>8} rb-P1 {:>8} floodgate {:>8} p99 {:.2} ms  usec {:.2} vs seed {:.2}",
+                    "  run {} {:<14} {:<5} rb-P16 {:>8} rb-P1 {:>8} floodgate {:>8} p99 {:.2} ms  usec {:.2} (client now {:.2}) vs seed {:.2}",
                     run + 1,
                     alg.name,
                     t.name(),
@@ -741,6 +765,7 @@ fn main() {
                     int(row.fg),
                     row.p99_sched,
                     row.usec_fg,
+                    row.usec_fg_now,
                     row.usec_seed
                 );
                 rows.push((alg.name.to_string(), t, row));
@@ -750,7 +775,9 @@ fn main() {
     }
     println!("load average at end: {}", support::loadavg());
     report(&opts, &results, &version);
-    println!("\nredis-benchmark commands (PORT: the server above; the SHA is floodgate's script):");
+    println!(
+        "\nredis-benchmark commands (PORT: the server above; the function is floodgate's library):"
+    );
     for c in commands {
         println!("{c}");
     }
@@ -771,8 +798,8 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         }
     );
     println!();
-    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | admitted | EVALSHA + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate | seed | × seed (≤ 1.0) |", opts.latency_at);
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | admitted | FCALL + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate (TIME) | floodgate (client now) | seed | × seed, like for like (≤ 1.0) | × seed, TIME |", opts.latency_at);
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let n = results[0].len();
     for i in 0..n {
         let (name, t, _) = &results[0][i];
@@ -785,8 +812,10 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         let r16 = col(&|r| r.fg / r.rb_p16);
         let r1 = col(&|r| r.fg / r.rb_p1);
         let uf = col(&|r| r.usec_fg);
+        let un = col(&|r| r.usec_fg_now);
         let us = col(&|r| r.usec_seed);
-        let ur = col(&|r| r.usec_fg / r.usec_seed);
+        let ur = col(&|r| r.usec_fg_now / r.usec_seed);
+        let urt = col(&|r| r.usec_fg / r.usec_seed);
         let lat = if *t == Traffic::Admit {
             format!(
                 "{:.2} / {:.2} (at {}/s; p99 from issue {:.2})",
@@ -800,7 +829,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         };
         let mark = |ok: bool| if ok { "" } else { " ✗" };
         println!(
-            "| {name} | {} | {} | {} | {} | {:.2}{} | {:.2}{} | {:.1}%{} | {:.2} + {:.2} | {lat} | {uf:.2} | {us:.2} | {ur:.2}{} |",
+            "| {name} | {} | {} | {} | {} | {:.2}{} | {:.2}{} | {:.1}%{} | {:.2} + {:.2} | {lat} | {uf:.2} | {un:.2} | {us:.2} | {ur:.2}{} | {urt:.2} |",
             t.name(),
             int(p16),
             int(p1),
@@ -815,7 +844,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
             } else {
                 String::new()
             },
-            col(&|r| r.evalsha_per_decision),
+            col(&|r| r.fcall_per_decision),
             col(&|r| r.ping_per_decision),
             mark(ur <= 1.0),
         );
@@ -828,7 +857,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
             median(&results.iter().map(|r| f(&r[i].2)).collect::<Vec<_>>())
         };
         println!(
-            "  {name} {}: {:.1}% / {:.1}%; µs/call of floodgate's script under Limiter::check traffic: {:.2}",
+            "  {name} {}: {:.1}% / {:.1}%; µs/call of floodgate's FCALL under Limiter::check traffic: {:.2}",
             t.name(),
             col(&|r| r.admitted_fg_drv) * 100.0,
             col(&|r| r.admitted_seed_drv) * 100.0,

@@ -1,27 +1,31 @@
--- Fixed window: one counter per aligned window. State: pack(window_index, count).
-ALG.fw = function(key, limit, window, refund)
+-- Fixed window: one counter per aligned window. State: window index, count.
+local function fw_pack(width, idx, c)
+  if whole(idx) then return format(pack_fmt(width, 1), idx, c) end
+  return num(idx) .. format(pad(width), c)
+end
+ALG.fw = function(o, key, limit, window, refund)
   local width = width_of(limit)
-  local idx = math.floor(now / window)
+  local idx = floor(now / window)
   local reset = (idx + 1) * window - now
   local count = 0
-  local v = redis.call('GET', key)
-  if v then
-    local s = unpack_counts(v, width, 1)
-    if s[1] == idx then count = s[2] end
-  end
-  local function reset_if_used(c) if c > 0 then return reset end return 0 end
-  local function store(c)
-    return function() redis.call('SET', key, pack(width, idx, c), 'PX', reset + SLACK) end
+  local v = call('GET', key)
+  -- Digits this code wrote: `+ 0` parses once, where tonumber() parses twice.
+  if v and #v > width and sub(v, 1, -width - 1) + 0 == idx then
+    count = sub(v, -width) + 0
   end
   if refund then
-    local left = math.max(0, count - cost)
-    return reply(true, limit, limit - left, reset_if_used(left), nil, 0), left ~= count and store(left) or nil
+    local left = max(0, count - cost)
+    put(o, 1, limit, limit - left, left > 0 and reset or 0, nil, 0)
+    if left ~= count then return fw_pack(width, idx, left), reset + SLACK end
+    return
   end
   if cost > 0 and count + cost > limit then
     local retry = nil
     if cost <= limit then retry = reset end
-    return reply(false, limit, limit - count, reset_if_used(count), retry, 0), nil
+    put(o, 0, limit, limit - count, count > 0 and reset or 0, retry, 0)
+    return
   end
   count = count + cost
-  return reply(true, limit, limit - count, reset_if_used(count), nil, 0), cost > 0 and store(count) or nil
+  put(o, 1, limit, limit - count, count > 0 and reset or 0, nil, 0)
+  if cost > 0 then return fw_pack(width, idx, count), reset + SLACK end
 end

@@ -2,6 +2,6 @@
 -- drains at `rate` per second; an admitted request waits until what is
 -- ahead of it has drained (its delay); a request is rejected when the queue
 -- has no room for its cost. State: the time until the queue is empty.
-ALG.lb = function(key, cap, rate, refund)
-  return virtual_schedule(key, cap, 1000 / rate, refund, true)
+ALG.lb = function(o, key, cap, rate, refund)
+  return virtual_schedule(o, key, cap, 1000 / rate, refund, true)
 end

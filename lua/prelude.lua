@@ -1,5 +1,7 @@
--- Shared head of the floodgate script (the files of lua/ are joined at
--- compile time: prelude, the six algorithms, then main.lua).
+-- Shared head of the floodgate code. The files of lua/ are joined at compile
+-- time (prelude, the six algorithms, then main.lua) into both a Redis
+-- Function library and an EVAL script; only definitions run at load, so a
+-- library pays for them once, not per call.
 --
 -- ARGV[1] = now in ms, or '' to read the Redis server's clock (TIME)
 -- ARGV[2] = mode: 'check' (charge if admitted), 'peek' (write nothing),
@@ -7,54 +9,73 @@
 -- ARGV[3] = cost (already clamped to at most limit + 1 by the client)
 -- For each KEYS[i]: ARGV[3i + 1] = algorithm, ARGV[3i + 2], ARGV[3i + 3] = its parameters.
 -- Reply: for each key {allowed, limit, remaining, reset_after_ms, retry_after_ms (-1 = none), delay_ms}
-local now = tonumber(ARGV[1])
-if not now then
-  -- Redis 7 replicates effects, so reading TIME before writing is safe.
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- Library functions as upvalues, bound by the first call (a library
+-- cannot reach them while it loads): a global is a table lookup on every use.
+local floor, ceil, max, min, find, format, len, sub, tonumber, call
+local function bind()
+  floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+  find, format, len, sub = string.find, string.format, string.len, string.sub
+  tonumber, call = _G.tonumber, redis.call
 end
-local mode = ARGV[2]
-local cost = tonumber(ARGV[3])
+-- Set by each call before any algorithm runs (main.lua).
+local now, cost, out
 -- Keys outlive their use by this margin, so a test clock that runs slower
 -- than the wall clock never sees state vanish early.
 local SLACK = 1000
+-- Whole numbers that %d prints as %.15g would.
+local function whole(x) return x % 1 == 0 and x < 1e15 and x > -1e15 end
 -- Every state number round-trips exactly (tostring keeps only 14 digits),
 -- in the shortest of the usual forms: short values take less memory.
 local function num(x)
-  local s = string.format('%.15g', x)
-  if tonumber(s) ~= x then s = string.format('%.17g', x) end
+  -- %d: the same digits, without float formatting (whole(), inlined: a
+  -- Lua call costs more than the test).
+  if x % 1 == 0 and x < 1e15 and x > -1e15 then return format('%d', x) end
+  local s = format('%.15g', x)
+  if tonumber(s) ~= x then s = format('%.17g', x) end
   return s
 end
--- Durations leave as whole ms rounded up: a client that waits them is never early.
-local function ms(x) if x <= 0 then return 0 end return math.ceil(x) end
-local function reply(allowed, limit, remaining, reset, retry, delay)
-  local r = -1
-  if retry then r = ms(retry) end
+-- Writes one key's reply into out[o + 1 .. o + 6]; no table per key.
+-- Durations leave as whole ms rounded up (a client that waits them is never
+-- early), 0 when not positive.
+local function put(o, allowed, limit, remaining, reset, retry, delay)
   if remaining < 0 then remaining = 0 end
-  return {allowed and 1 or 0, limit, remaining, ms(reset), r, ms(delay)}
+  out[o + 1] = allowed
+  out[o + 2] = limit
+  out[o + 3] = remaining
+  if reset <= 0 then out[o + 4] = 0 else out[o + 4] = ceil(reset) end
+  if not retry then out[o + 5] = -1
+  elseif retry <= 0 then out[o + 5] = 0 else out[o + 5] = ceil(retry) end
+  if delay <= 0 then out[o + 6] = 0 else out[o + 6] = ceil(delay) end
 end
--- Bucket state is one string of numbers joined by ':'.
-local function fields(v)
-  local out = {}
-  for part in string.gmatch(v, '[^:]+') do out[#out + 1] = tonumber(part) end
-  return out
+-- '%0<width>d' for each width, made once: a number joined to a string is
+-- printed as a float.
+local PAD = {}
+local function pad(width)
+  local f = PAD[width]
+  if not f then f = '%0' .. width .. 'd'; PAD[width] = f end
+  return f
 end
--- Counters are packed into one integer, `head` then each count in as many
--- digits as the limit has, so Redis stores the value as a bare integer.
-local function width_of(limit) return string.len(string.format('%d', limit)) end
-local function pack(width, head, ...)
-  local s = num(head)
-  for _, n in ipairs({...}) do s = s .. string.format('%0' .. width .. 'd', n) end
-  return s
+-- pack(width, head, counts...) as one format call when the head is whole
+-- (num() would print it with %d too): '%d' then `n` padded counts.
+local PACK = {}
+local function pack_fmt(width, n)
+  local k = width * 2 + n
+  local f = PACK[k]
+  if not f then f = '%d' .. string.rep(pad(width), n); PACK[k] = f end
+  return f
 end
--- The inverse of pack(): `head` and `n` counts.
-local function unpack_counts(v, width, n)
-  local out = {tonumber(string.sub(v, 1, -n * width - 1)) or -1}
-  for i = n, 1, -1 do
-    out[#out + 1] = tonumber(string.sub(v, -i * width, -(i - 1) * width - 1))
-  end
-  return out
+-- Counters are packed into one integer, the window index then each count in
+-- as many digits as the limit has, so Redis stores the value as a bare integer.
+local function width_of(limit)
+  -- Counted, not printed: formatting costs more than the whole decision.
+  local w, p = 1, 10
+  while limit >= p do w, p = w + 1, p * 10 end
+  return w
 end
--- Each algorithm: ALG.name(key, p1, p2, refund) returns its reply and a
--- function that writes its new state (nil when nothing changes).
+-- Each algorithm: ALG.name(o, key, p1, p2, refund) puts its reply at `o` and
+-- returns what to write if every key admits (main.lua writes it): a string
+-- value and its TTL in ms for SET, or a sliding log's LOG_ADD / LOG_DROP and
+-- its count; nothing when nothing changes.
 local ALG = {}
+local LOG_ADD, LOG_DROP = 1, 2

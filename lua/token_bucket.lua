@@ -3,6 +3,6 @@
 -- token every 1000 / rate ms; keeping the time until it is full again
 -- instead of a token count adds up no fractional refills. A missing bucket
 -- is full.
-ALG.tb = function(key, cap, rate, refund)
-  return virtual_schedule(key, cap, 1000 / rate, refund, false)
+ALG.tb = function(o, key, cap, rate, refund)
+  return virtual_schedule(o, key, cap, 1000 / rate, refund, false)
 end

@@ -1,7 +1,7 @@
 //! `RedisClusterStore` against a real Redis Cluster (3 primaries, one
 //! replica each, started by `common::cluster`): the same decisions as on one
-//! Redis and in memory, keys spread over all shards, scripts reloaded after
-//! `SCRIPT FLUSH`, and the limit held through a failover and a resharding.
+//! Redis and in memory, keys spread over all shards, functions reloaded after
+//! `FUNCTION FLUSH`, and the limit held through a failover and a resharding.
 //!
 //! `PROPTEST_CASES` sets the property cases per algorithm (default 100).
 
@@ -255,8 +255,8 @@ async fn ten_thousand_clients_spread_over_all_primaries() {
 }
 
 #[tokio::test]
-async fn scripts_come_back_after_a_flush_on_every_node() {
-    // Its own cluster, without replicas: every test runs the same script, so
+async fn functions_come_back_after_a_flush_on_every_node() {
+    // Its own cluster, without replicas: every test runs the same library, so
     // on the shared one another test could reload it right after the flush.
     let cluster = RedisCluster::start_with(3, 0);
     let prefix = prefix("noscript");
@@ -270,19 +270,35 @@ async fn scripts_come_back_after_a_flush_on_every_node() {
     for k in &keys {
         assert_eq!(limiter.check(k, 2).await.unwrap().remaining, 3);
     }
-    let before = cluster.errors("NOSCRIPT");
+    let library = common::library_name();
+    assert!(cluster
+        .library_on_primaries(&library)
+        .iter()
+        .all(|(_, e)| *e));
+    // The script cache is not what decisions use.
     cluster.flush_scripts();
-    let sha = redis::Script::new(common::SCRIPT_SOURCE)
-        .get_hash()
-        .to_string();
-    assert!(cluster.script_on_primaries(&sha).iter().all(|(_, e)| !e));
-    // The state survived, only the scripts are gone: every decision is
+    for k in &keys {
+        assert_eq!(limiter.check(k, 1).await.unwrap().remaining, 2);
+    }
+    cluster.flush_functions();
+    assert!(cluster
+        .library_on_primaries(&library)
+        .iter()
+        .all(|(_, e)| !e));
+    // The state survived, only the functions are gone: every decision is
     // still right, on every shard.
     for k in &keys {
-        assert_eq!(limiter.check(k, 2).await.unwrap().remaining, 1);
+        assert_eq!(limiter.check(k, 1).await.unwrap().remaining, 1);
     }
-    assert!(cluster.errors("NOSCRIPT") > before, "no NOSCRIPT was seen");
-    let loaded = cluster.script_on_primaries(&sha);
+    // Loaded again on every primary, in the background meanwhile.
+    let mut loaded = cluster.library_on_primaries(&library);
+    for _ in 0..100 {
+        if loaded.iter().all(|(_, e)| *e) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        loaded = cluster.library_on_primaries(&library);
+    }
     assert!(
         loaded.iter().all(|(_, e)| *e),
         "not loaded everywhere: {loaded:?}"

@@ -21,10 +21,11 @@ fn cases() -> u32 {
         .unwrap_or(100)
 }
 
-fn evalsha_calls(redis: &RedisServer) -> u64 {
+/// Decisions Redis made: `FCALL`s of floodgate's library.
+fn fcall_calls(redis: &RedisServer) -> u64 {
     let info: String = redis.cmd(&["INFO", "commandstats"]);
     info.lines()
-        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .find(|l| l.starts_with("cmdstat_fcall:"))
         .and_then(|l| l.split("calls=").nth(1))
         .and_then(|v| v.split(',').next())
         .and_then(|v| v.parse().ok())
@@ -150,7 +151,7 @@ async fn a_client_hammering_while_denied_costs_no_redis_call() {
         for _ in 0..10 {
             assert!(limiter.check("abuser", 1).await.unwrap().allowed);
         }
-        let before = evalsha_calls(&redis);
+        let before = fcall_calls(&redis);
         for i in 0..1000 {
             let d = limiter.check("abuser", 1).await.unwrap();
             assert!(!d.allowed, "{name}: call {i}");
@@ -160,7 +161,7 @@ async fn a_client_hammering_while_denied_costs_no_redis_call() {
                 "{name}: call {i}"
             );
         }
-        calls.push(evalsha_calls(&redis) - before);
+        calls.push(fcall_calls(&redis) - before);
         // Once the wait is over, the store is asked again, and admits.
         clock.advance(Duration::from_millis(100));
         assert!(limiter.check("abuser", 1).await.unwrap().allowed, "{name}");

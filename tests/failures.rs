@@ -1,5 +1,6 @@
 //! Faults on a real `redis-server`: killed and restarted, paused, its script
-//! cache flushed, its clients killed; and the circuit breaker.
+//! cache or its functions flushed, its clients killed; and the circuit
+//! breaker.
 //!
 //! Each fault runs under load: many tasks calling `check` in a loop (1 ms
 //! apart) while the test thread injects the fault. Every call is timed, and
@@ -278,13 +279,12 @@ fn kill_and_restart_fallback() {
     );
 }
 
-#[test]
-fn script_flush_mid_traffic_fails_nothing() {
-    let _one = serial();
-    let server = RedisServer::start();
+/// `flush` (a command emptying what Redis has loaded) three times under
+/// load: not one decision may fail.
+fn flush_mid_traffic(server: &RedisServer, name: &str, flush: &[&str]) {
     let rt = runtime();
     // Any failure comes back as an error, and a timeout of 1 s leaves no
-    // doubt that an error would be NOSCRIPT's, not the machine's load.
+    // doubt that an error would be the flush's, not the machine's load.
     let limiter = Limiter::builder(RedisStore::from_url(&server.url()).unwrap(), big())
         .name("flush")
         .timeout(Duration::from_secs(1))
@@ -294,13 +294,43 @@ fn script_flush_mid_traffic_fails_nothing() {
     let load = start_load(&rt, &limiter, TASKS);
     for _ in 0..3 {
         std::thread::sleep(Duration::from_millis(300));
-        let _: String = server.cmd(&["SCRIPT", "FLUSH"]);
+        let _: String = server.cmd(flush);
     }
     std::thread::sleep(Duration::from_millis(300));
     let recs = finish(&rt, load);
-    summary("script flush", &recs);
+    summary(name, &recs);
     let failed = recs.iter().filter(|r| !r.by_redis()).count();
     assert_eq!(failed, 0, "no decision failed or degraded");
+}
+
+#[test]
+fn script_flush_mid_traffic_fails_nothing() {
+    let _one = serial();
+    let server = RedisServer::start();
+    flush_mid_traffic(&server, "script flush", &["SCRIPT", "FLUSH"]);
+    // Decisions are functions, which the script cache does not hold.
+    assert!(commandstat(&server, "fcall") > 0);
+    assert_eq!(commandstat(&server, "evalsha"), 0);
+}
+
+#[test]
+fn function_flush_mid_traffic_fails_nothing() {
+    let _one = serial();
+    let server = RedisServer::start();
+    flush_mid_traffic(&server, "function flush", &["FUNCTION", "FLUSH"]);
+    assert!(
+        commandstat(&server, "function|load") >= 4,
+        "the library was loaded at first and again after each flush"
+    );
+}
+
+#[test]
+fn without_functions_decisions_are_scripts() {
+    let _one = serial();
+    // As Redis < 7 answers FCALL: an unknown command.
+    let server = RedisServer::start_with(&["--rename-command", "FCALL", "FCALL_HIDDEN"]);
+    flush_mid_traffic(&server, "no functions, script flush", &["SCRIPT", "FLUSH"]);
+    assert!(commandstat(&server, "evalsha") > 0);
     assert!(
         commandstat(&server, "script|load") >= 3,
         "the script was loaded again after each flush"
@@ -469,7 +499,38 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
 }
 
 #[test]
-fn one_evalsha_per_decision_and_no_ping() {
+fn a_user_without_functions_decides_by_scripts() {
+    let _one = serial();
+    let server = RedisServer::start();
+    let _: String = server.cmd(&[
+        "ACL",
+        "SETUSER",
+        "lim",
+        "on",
+        ">pw",
+        "~*",
+        "+@all",
+        "-fcall",
+        "-function",
+    ]);
+    let url = server.url().replacen("redis://", "redis://lim:pw@", 1);
+    let rt = runtime();
+    let limiter = Limiter::builder(RedisStore::from_url(&url).unwrap(), big())
+        .on_store_failure(FailurePolicy::ReturnError)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for i in 0..10 {
+            let d = limiter.check(&format!("k{i}"), 1).await.unwrap();
+            assert!(d.allowed && !d.degraded);
+        }
+    });
+    // The first one twice: NOSCRIPT, then the script.
+    assert!(commandstat(&server, "evalsha") >= 10);
+}
+
+#[test]
+fn one_fcall_per_decision_and_no_ping() {
     let _one = serial();
     let server = RedisServer::start();
     let rt = runtime();
@@ -497,18 +558,18 @@ fn one_evalsha_per_decision_and_no_ping() {
             ok
         })
     };
-    // Connections made, script loaded; then count from zero.
+    // Connections made, library loaded; then count from zero.
     burst("warm");
     let _: String = server.cmd(&["CONFIG", "RESETSTAT"]);
     let ok = burst("burst");
     assert_eq!(ok, N, "every decision made by redis");
-    let (evalsha, ping, script) = (
-        commandstat(&server, "evalsha"),
+    let (fcall, ping, load) = (
+        commandstat(&server, "fcall"),
         commandstat(&server, "ping"),
-        commandstat(&server, "script|load"),
+        commandstat(&server, "function|load"),
     );
-    eprintln!("{N} decisions: {evalsha} evalsha, {ping} ping, {script} script load");
-    assert_eq!(evalsha, N as u64, "one EVALSHA per decision");
+    eprintln!("{N} decisions: {fcall} fcall, {ping} ping, {load} function load");
+    assert_eq!(fcall, N as u64, "one FCALL per decision");
     assert_eq!(ping, 0, "no PING per checkout");
-    assert_eq!(script, 0, "the script stays loaded");
+    assert_eq!(load, 0, "the library stays loaded");
 }

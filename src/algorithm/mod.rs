@@ -37,7 +37,7 @@ pub use sliding_window::SlidingWindow;
 pub use token_bucket::TokenBucket;
 
 pub(crate) use spec::{
-    parse_value, script_cmd, Mode, Reply, Spec, State, LEASE_SCRIPT, LEASE_SOURCE, SCRIPT,
+    parse_value, script_cmd, Mode, Reply, Spec, State, LEASE_SCRIPT, LEASE_SOURCE, LIBRARY, SCRIPT,
     SCRIPT_SOURCE,
 };
 pub(crate) use validate::window as validate_window;

@@ -98,23 +98,57 @@ impl Mode {
     }
 }
 
-/// The source of the one script: every algorithm, and the loop that decides
-/// several keys all or nothing. One `EVALSHA` per decision, whatever the
-/// algorithms.
-pub(crate) const SCRIPT_SOURCE: &str = concat!(
-    include_str!("../../lua/prelude.lua"),
-    include_str!("../../lua/fixed_window.lua"),
-    include_str!("../../lua/sliding_log.lua"),
-    include_str!("../../lua/sliding_window.lua"),
-    include_str!("../../lua/gcra.lua"),
-    include_str!("../../lua/token_bucket.lua"),
-    include_str!("../../lua/leaky_bucket.lua"),
-    include_str!("../../lua/main.lua"),
-);
+/// The files of `lua/` in the order they are joined (definitions first),
+/// followed by `$tail`: the one Lua source of both forms below.
+macro_rules! lua_source {
+    ($tail:expr) => {
+        concat!(
+            include_str!("../../lua/prelude.lua"),
+            include_str!("../../lua/fixed_window.lua"),
+            include_str!("../../lua/sliding_log.lua"),
+            include_str!("../../lua/sliding_window.lua"),
+            include_str!("../../lua/gcra.lua"),
+            include_str!("../../lua/token_bucket.lua"),
+            include_str!("../../lua/leaky_bucket.lua"),
+            include_str!("../../lua/main.lua"),
+            $tail
+        )
+    };
+}
+
+/// The code shared by the library and the script: every algorithm, and
+/// `floodgate(KEYS, ARGV)`, the loop that decides several keys all or
+/// nothing. Only definitions: nothing runs until that function is called.
+const SHARED_SOURCE: &str = lua_source!("");
+
+/// The EVAL form: the shared code, then one call. Redis runs a script's
+/// whole body, definitions included, on every `EVALSHA`; only used where
+/// Redis has no functions (before 7.0).
+pub(crate) const SCRIPT_SOURCE: &str = lua_source!("return floodgate(KEYS, ARGV)\n");
 
 /// [`SCRIPT_SOURCE`], with its SHA1 for `EVALSHA`.
 pub(crate) static SCRIPT: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(SCRIPT_SOURCE));
+
+/// The Redis Function form (`FUNCTION LOAD`, `FCALL`): the shared code runs
+/// once when the library is loaded, a call runs only `floodgate()`.
+pub(crate) struct Library {
+    /// The library's and its one function's name: `floodgate_` and the
+    /// start of the script's SHA1. Functions outlive restarts and deploys
+    /// (they are saved and replicated), so a new version of the code must
+    /// not find an old one under the same name.
+    pub name: String,
+    /// The `FUNCTION LOAD` payload.
+    pub source: String,
+}
+
+/// The one library of this build.
+pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
+    let name = format!("floodgate_{}", &SCRIPT.get_hash()[..16]);
+    let source =
+        format!("#!lua name={name}\n{SHARED_SOURCE}redis.register_function('{name}', floodgate)\n");
+    Library { name, source }
+});
 
 /// The concurrency limiter's script (`lua/concurrency.lua`).
 pub(crate) const LEASE_SOURCE: &str = include_str!("../../lua/concurrency.lua");
@@ -124,7 +158,8 @@ pub(crate) static LEASE_SCRIPT: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(LEASE_SOURCE));
 
 /// The script call deciding `targets` (one key and algorithm each, in
-/// order): `EVALSHA <sha>` or `EVAL <source>` (`verb`, `script`), written
+/// order): `FCALL <function>`, `EVALSHA <sha>` or `EVAL <source>` (`verb`,
+/// `script`; the arguments are the same), written
 /// straight into one buffer, numbers formatted in place.
 pub(crate) fn script_cmd(
     verb: &str,

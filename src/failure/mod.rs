@@ -14,8 +14,8 @@
 //!    never add seconds per request: that is what users of other limiters
 //!    report (1 to 10 s per request with Redis down in envoyproxy/ratelimit#462;
 //!    bucket4j#339 asks for millisecond timeouts). The timeout covers the whole
-//!    call: waiting for a connection, `EVALSHA`, and reloading the script after
-//!    `NOSCRIPT`. Making a connection is bounded as well
+//!    call: waiting for a connection, `FCALL`, and loading the function library
+//!    when Redis lacks it. Making a connection is bounded as well
 //!    ([`RedisStore::connect_timeout`](crate::store::RedisStore::connect_timeout),
 //!    1 s), and happens in the background: a caller waits for it at most its
 //!    own timeout.
@@ -67,12 +67,15 @@
 //!   [`LimiterBuilder::failure_hook`](crate::LimiterBuilder::failure_hook),
 //!   called with a [`FailureEvent`] for each: the place for metrics.
 //!
-//! # The script cache
+//! # Functions and the script cache
 //!
-//! Redis forgets loaded scripts on restart, failover and `SCRIPT FLUSH`;
-//! `EVALSHA` then answers `NOSCRIPT`. The store loads the script and repeats
-//! the call on the same connection, inside the same timeout: no decision
-//! fails or degrades because of it.
+//! A Redis may lack floodgate's function library (a new server,
+//! `FUNCTION FLUSH`, a new floodgate version); `FCALL` then answers that the
+//! function is not found. On Redis before 7 (no functions) decisions are
+//! `EVALSHA`, and Redis forgets scripts on restart, failover and
+//! `SCRIPT FLUSH` (`NOSCRIPT`). Either way the store loads the code and
+//! repeats the call on the same connection, inside the same timeout: no
+//! decision fails or degrades because of it.
 //!
 //! # Example
 //!

@@ -139,9 +139,9 @@
 //!
 //! Redis: `sudo apt-get install redis-server` (macOS: `brew install redis`)
 //! on one host that all app servers reach, or a managed Redis: floodgate
-//! needs only `EVALSHA`, no module. Nothing has to be loaded or migrated
-//! first: the script is loaded on first use, and again after a Redis
-//! restart.
+//! needs only `FCALL` (Redis 7; `EVALSHA` before), no module. Nothing has to
+//! be loaded or migrated first: the code is loaded on first use, and again
+//! whenever Redis lacks it.
 //!
 //! What each choice above means, and the alternatives, is in the sections.
 //!

@@ -45,27 +45,30 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Redis 5 or newer (floodgate's tests run on 7.0), any deployment that
-//! allows `EVALSHA`: no module to load (managed Redis services are fine).
-//! Nothing to set up first either: the script is loaded on first use, and
-//! again whenever Redis has forgotten it (restart, failover, `SCRIPT FLUSH`)
-//! without a decision failing.
+//! Redis 7 or newer for Redis Functions (`FCALL`), which floodgate uses;
+//! on Redis 5 and 6 it falls back to `EVALSHA` of the same code by itself
+//! (floodgate's tests run on 7.0). No module to load (managed Redis services
+//! are fine). Nothing to set up first either: the function library is
+//! loaded on first use, and again whenever Redis lacks it (a new server,
+//! `FUNCTION FLUSH`, a new floodgate version) without a decision failing.
+//! Each floodgate version loads its own library (`floodgate_<hash>`); old
+//! ones stay until you `FUNCTION DELETE` them (a few tens of kB each).
 //!
 //! Tuning [`RedisStore`] rarely matters: it shares 2 multiplexed connections
 //! ([`connections`](crate::store::RedisStore::connections)), each of which
-//! pipelines every concurrent call, so a decision is one `EVALSHA` round
+//! pipelines every concurrent call, so a decision is one `FCALL` round
 //! trip with no connection checkout. BENCHMARKS.md measured 50 000 to
 //! 70 000 decisions per second from one client process on a busy 2-core
-//! machine, within 3 to 15 % of a bare `EVALSHA`; Redis spends about 10 µs
+//! machine, within 3 to 15 % of the bare Redis call; Redis spends about 10 µs
 //! of CPU per decision, so one Redis core takes on the order of 100 000 per
 //! second. [`from_pool`](crate::store::RedisStore::from_pool) takes a
 //! deadpool-redis pool you configured yourself (TLS, auth).
 //!
-//! # One script, one key per client
+//! # One function, one key per client
 //!
-//! Each decision is one `EVALSHA` of one Lua script (`lua/main.lua`, with
+//! Each decision is one `FCALL` of one Lua function (`lua/main.lua`, with
 //! `lua/prelude.lua` and the six algorithms joined in front of it at compile
-//! time): it reads the state, decides and writes, atomically, on Redis'
+//! time into a function library): it reads the state, decides and writes, atomically, on Redis'
 //! command thread. No number of app servers can slip two requests between a
 //! read and a write, which check-then-increment from the client cannot
 //! promise. The in-memory store runs a Rust twin of each algorithm that

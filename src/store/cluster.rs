@@ -1,26 +1,29 @@
-//! The shared store on Redis Cluster: the same scripts as
-//! [`RedisStore`](super::RedisStore), each routed by its one key to the shard
-//! that owns it.
+//! The shared store on Redis Cluster: the same function library and
+//! scripts as [`RedisStore`](super::RedisStore), each call routed by its key
+//! to the shard that owns it.
 //!
-//! Every script touches exactly one key, whose hash tag is the escaped user
-//! key, so one client's state lives on one shard and clients spread over all
-//! of them. `NOSCRIPT` is answered with `EVAL` of the source on the same
-//! route; redirections and cluster-down errors are retried by redis-rs'
+//! Every call touches keys of one hash tag, the escaped user key, so one
+//! client's state lives on one shard and clients spread over all of them.
+//! A missing function is loaded on the node that owns the key; `NOSCRIPT` is
+//! answered with `EVAL` of the source on the same route; redirections and cluster-down errors are retried by redis-rs'
 //! cluster connection, and no retry can admit more than the limit (a retry
 //! after a broken connection can only charge twice). The details, for users
 //! as well, are on [`RedisClusterStore`].
 
+use super::redis::{function_missing, load_library_cmd, no_function_here};
 use super::StoreError;
 use crate::algorithm::{
-    parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LEASE_SOURCE, SCRIPT, SCRIPT_SOURCE,
+    parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LEASE_SOURCE, LIBRARY, SCRIPT,
+    SCRIPT_SOURCE,
 };
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::SingleNodeRoutingInfo;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{
     Cmd, ErrorKind, IntoConnectionInfo, RedisError, RedisResult, Script, ServerErrorKind, Value,
 };
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -80,17 +83,20 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 /// one client's state lives on one shard, each decision is one atomic script
 /// there, and different clients spread evenly over all shards.
 ///
-/// # Scripts on many nodes
+/// # Functions and scripts on many nodes
 ///
-/// Each node has its own script cache: lost on restart and on
-/// `SCRIPT FLUSH`, and possibly empty on a replica that a failover promotes.
-/// A decision is an `EVALSHA` routed by its key. When the node answers
-/// `NOSCRIPT` (the script did not run), the same call is sent again as `EVAL`
-/// with the script's source, routed by the same key: it runs the script *and*
-/// caches it on exactly the node that owns the key, also when that node is
-/// the target of an `ASK` redirection during a migration. Scripts are thus
-/// loaded on every primary that serves a key, lazily, without a fan-out to
-/// all nodes that would fail whenever any node is down.
+/// Each node has its own functions (saved with its data and replicated,
+/// but gone after `FUNCTION FLUSH` or on a node added empty) and its own
+/// script cache (lost on restart and on `SCRIPT FLUSH`). A decision is an
+/// `FCALL` routed by its key. When the node answers that the function is
+/// not found (it did not run), the call is sent as `EVAL` with the same
+/// code's source, which works on any node, while floodgate's library is
+/// loaded on the node that owns the key's slot in the background (one load
+/// at a time): the next calls there are `FCALL`s again. On a cluster without functions (Redis < 7) decisions
+/// are `EVALSHA`, and on `NOSCRIPT` `EVAL`, routed by the same key: it runs
+/// the script *and* caches it on exactly the node that owns the key. Code
+/// is thus loaded on every primary that serves a key, lazily, without a
+/// fan-out to all nodes that would fail whenever any node is down.
 ///
 /// # Which retries are safe
 ///
@@ -110,7 +116,8 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 ///   is retried after a short random backoff. Always safe.
 /// * `READONLY` (the node was demoted to replica): nothing ran. The slot map
 ///   is refreshed and the call retried. Always safe.
-/// * `NOSCRIPT`: nothing ran. Sent once more as `EVAL` (above). Always safe.
+/// * `NOSCRIPT`, function not found: nothing ran. Sent once more after
+///   loading, or as `EVAL` (above). Always safe.
 /// * A broken connection or a timeout *after* the call was sent: the script
 ///   may or may not have run, and redis-rs sends it again, so the cost may be
 ///   **charged twice**. That never admits more than the limit allows: the
@@ -138,6 +145,10 @@ pub struct RedisClusterStore {
 
 struct Inner {
     client: ClusterClient,
+    /// The cluster knows no `FCALL` (Redis < 7): decisions use `EVALSHA`.
+    no_functions: AtomicBool,
+    /// A task is loading the library on a node.
+    loading: AtomicBool,
     state: Mutex<Conn>,
     /// Wakes the callers waiting for a connection attempt to end.
     notify: Notify,
@@ -190,6 +201,8 @@ impl RedisClusterStore {
         Self {
             inner: Arc::new(Inner {
                 client,
+                no_functions: AtomicBool::new(false),
+                loading: AtomicBool::new(false),
                 state: Mutex::new(Conn::Idle),
                 notify: Notify::new(),
             }),
@@ -260,11 +273,9 @@ impl RedisClusterStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Vec<Reply>, StoreError> {
-        let v = self
-            .eval(&SCRIPT, SCRIPT_SOURCE, |verb, script| {
-                script_cmd(verb, script, targets, now, cost, mode)
-            })
-            .await?;
+        let cmd = |verb: &str, script: &str| script_cmd(verb, script, targets, now, cost, mode);
+        let key = targets.first().map_or("", |(k, _)| *k);
+        let v = self.fcall(key, cmd).await?;
         parse_value(&v, targets.len())
             .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
     }
@@ -285,6 +296,60 @@ impl RedisClusterStore {
             })
             .await?;
         super::redis::parse_lease(&v)
+    }
+
+    /// `FCALL` of floodgate's library, routed by the command's key. When
+    /// the node lacks the function, this call runs as `EVAL` of the source
+    /// (as many round trips as `EVALSHA` + `EVAL` before functions) while
+    /// the library is loaded on that node in the background.
+    async fn fcall(&self, key: &str, cmd: impl Fn(&str, &str) -> Cmd) -> Result<Value, StoreError> {
+        if self.inner.no_functions.load(Ordering::Relaxed) {
+            return self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await;
+        }
+        let mut conn = self.connection().await?;
+        match query(&mut conn, &cmd("FCALL", &LIBRARY.name)).await {
+            Ok(v) => Ok(v),
+            Err(e) if no_function_here(&e) => {
+                self.inner.no_functions.store(true, Ordering::Relaxed);
+                self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await
+            }
+            Err(e) if function_missing(&e) => {
+                self.load_library(key);
+                query(&mut conn, &cmd("EVAL", SCRIPT_SOURCE))
+                    .await
+                    .map_err(store_error)
+            }
+            Err(e) => Err(store_error(e)),
+        }
+    }
+
+    /// Load the library on the node owning `key`'s slot (by the slot map:
+    /// not a fan-out), in a task of its own, one at a time.
+    fn load_library(&self, key: &str) {
+        if self.inner.loading.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        struct Done(Arc<Inner>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                self.0.loading.store(false, Ordering::Release);
+            }
+        }
+        let store = self.clone();
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_slot(
+            Slot::for_key(key),
+            SlotAddr::Master,
+        )));
+        tokio::spawn(async move {
+            let _done = Done(store.inner.clone());
+            if let Ok(mut conn) = store.connection().await {
+                if let Err(e) = conn.route_command(load_library_cmd(), route).await {
+                    if no_function_here(&e) {
+                        store.inner.no_functions.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
     }
 
     /// `EVALSHA`, routed by the command's key; on `NOSCRIPT` the script did

@@ -10,12 +10,12 @@
 //! background, at most one attempt per slot at a time.
 
 use super::StoreError;
-use crate::algorithm::{parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, SCRIPT};
+use crate::algorithm::{parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LIBRARY, SCRIPT};
 use deadpool_redis::{Connection, Manager, Pool, Runtime};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, Script, ServerErrorKind, Value};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -39,11 +39,14 @@ const STALL_LIMIT_MS: u64 = 2_000;
 /// Keeps rate-limit state in Redis, so every app server behind a load
 /// balancer sees the same counters.
 ///
-/// Each decision is one `EVALSHA` of the algorithm's script: read, decide and
-/// write happen atomically on Redis' command thread, so no number of
-/// concurrent app servers can overshoot a limit. When Redis answers
-/// `NOSCRIPT` (after a restart, failover or `SCRIPT FLUSH`) the script is
-/// loaded again and the call repeated on the same connection, transparently.
+/// Each decision is one `FCALL` of floodgate's Redis Function library: read,
+/// decide and write happen atomically on Redis' command thread, so no
+/// number of concurrent app servers can overshoot a limit. When Redis does
+/// not have the function (a fresh server, `FUNCTION FLUSH`, a new floodgate
+/// version) the library is loaded (`FUNCTION LOAD`) and the call
+/// repeated on the same connection, transparently. On Redis before 7.0
+/// (no functions) decisions are `EVALSHA` of the same code as a script,
+/// loaded again on `NOSCRIPT`.
 ///
 /// Calls share a few multiplexed connections ([`connections`](Self::connections),
 /// default 2) round-robin; each pipelines concurrent
@@ -82,6 +85,12 @@ struct Shared {
     next: AtomicUsize,
     connect_timeout: Duration,
     epoch: Instant,
+    /// The server knows no `FCALL` (Redis < 7): decisions use `EVALSHA`.
+    no_functions: AtomicBool,
+    /// Bumped by each load of the library, under its lock: of the calls
+    /// that found the function missing at once, one loads it.
+    loads: tokio::sync::Mutex<u64>,
+    loaded: AtomicU64,
 }
 
 struct Slot {
@@ -186,6 +195,9 @@ impl RedisStore {
                 next: AtomicUsize::new(0),
                 connect_timeout,
                 epoch: Instant::now(),
+                no_functions: AtomicBool::new(false),
+                loads: tokio::sync::Mutex::new(0),
+                loaded: AtomicU64::new(0),
             }),
         }
     }
@@ -203,8 +215,26 @@ impl RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Vec<Reply>, StoreError> {
-        let cmd = script_cmd("EVALSHA", SCRIPT.get_hash(), targets, now, cost, mode);
-        let v = self.call(&SCRIPT, &cmd).await?;
+        let no_functions = &self.shared.no_functions;
+        let v = if no_functions.load(Ordering::Relaxed) {
+            None
+        } else {
+            let cmd = script_cmd("FCALL", &LIBRARY.name, targets, now, cost, mode);
+            match self.call(Load::Library, &cmd).await {
+                Err(StoreError::Redis(e)) if no_function_here(&e) => {
+                    no_functions.store(true, Ordering::Relaxed);
+                    None
+                }
+                other => Some(other?),
+            }
+        };
+        let v = match v {
+            Some(v) => v,
+            None => {
+                let cmd = script_cmd("EVALSHA", SCRIPT.get_hash(), targets, now, cost, mode);
+                self.call(Load::Script(&SCRIPT), &cmd).await?
+            }
+        };
         parse_value(&v, targets.len())
             .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
     }
@@ -229,12 +259,13 @@ impl RedisStore {
             max,
             lease_ms,
         );
-        let v = self.call(&LEASE_SCRIPT, &cmd).await?;
+        let v = self.call(Load::Script(&LEASE_SCRIPT), &cmd).await?;
         parse_lease(&v)
     }
 
-    /// Run `cmd` (an `EVALSHA` of `script`) on a shared connection.
-    async fn call(&self, script: &Script, cmd: &Cmd) -> Result<Value, StoreError> {
+    /// Run `cmd` (an `FCALL` or `EVALSHA` of what `load` loads) on a shared
+    /// connection.
+    async fn call(&self, load: Load<'_>, cmd: &Cmd) -> Result<Value, StoreError> {
         let shared = &self.shared;
         let mut i = shared.pick();
         let mut retried = false;
@@ -246,7 +277,7 @@ impl RedisStore {
                 generation,
                 answered: false,
             };
-            let result = run(&mut conn, script, cmd).await;
+            let result = run(shared, &mut conn, load, cmd).await;
             watch.answered();
             match result {
                 Ok(v) => return Ok(v),
@@ -476,26 +507,96 @@ impl Drop for Watch<'_> {
     }
 }
 
-/// `EVALSHA`, and on `NOSCRIPT` (the script cache was emptied) `SCRIPT LOAD`
-/// and `EVALSHA` again.
+/// What a call needs loaded on the server, and loads again when it is gone.
+#[derive(Clone, Copy)]
+enum Load<'a> {
+    /// floodgate's function library, for `FCALL`.
+    Library,
+    /// A script, for `EVALSHA`.
+    Script(&'a Script),
+}
+
+/// `cmd`, and when the server lacks its code (the script cache or the
+/// functions were emptied, or never had it) load it and send `cmd` again:
+/// the first attempt did not run.
 async fn run(
+    shared: &Shared,
     conn: &mut MultiplexedConnection,
-    script: &Script,
+    load: Load<'_>,
     cmd: &Cmd,
 ) -> redis::RedisResult<Value> {
+    let seen = shared.loaded.load(Ordering::Acquire);
     match conn
         .send_packed_command(cmd)
         .await
         .and_then(Value::extract_error)
     {
-        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-            script.load_async(conn).await?;
+        Err(e) if load.missing(&e) => {
+            match load {
+                Load::Library => {
+                    // One load per herd: a call that finds a load done
+                    // since it sent its FCALL only repeats it.
+                    let mut loads = shared.loads.lock().await;
+                    if *loads == seen {
+                        match load_library_cmd().query_async::<String>(conn).await {
+                            Err(e) if !already_loaded(&e) => return Err(e),
+                            _ => {}
+                        }
+                        *loads += 1;
+                        shared.loaded.store(*loads, Ordering::Release);
+                    }
+                }
+                Load::Script(script) => {
+                    script.load_async(conn).await?;
+                }
+            }
             conn.send_packed_command(cmd)
                 .await
                 .and_then(Value::extract_error)
         }
         other => other,
     }
+}
+
+impl Load<'_> {
+    fn missing(self, e: &RedisError) -> bool {
+        match self {
+            Load::Library => function_missing(e),
+            Load::Script(_) => e.kind() == ErrorKind::Server(ServerErrorKind::NoScript),
+        }
+    }
+}
+
+/// `FUNCTION LOAD` of floodgate's library. Without `REPLACE`: when many
+/// calls found it missing at once, the loads after the first are refused
+/// before any compiling (the name says the version: same name, same code).
+pub(super) fn load_library_cmd() -> Cmd {
+    let mut cmd = redis::cmd("FUNCTION");
+    cmd.arg("LOAD").arg(&LIBRARY.source);
+    cmd
+}
+
+/// The answer to loading a library that another call loaded first.
+pub(super) fn already_loaded(e: &RedisError) -> bool {
+    e.detail().is_some_and(|d| d.contains("already exists"))
+}
+
+/// `FCALL` of a function the server does not have.
+pub(super) fn function_missing(e: &RedisError) -> bool {
+    e.code() == Some("ERR")
+        && e.detail()
+            .is_some_and(|d| d.starts_with("Function not found"))
+}
+
+/// A server without the command (`FCALL` before Redis 7).
+pub(super) fn unknown_command(e: &RedisError) -> bool {
+    e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"))
+}
+
+/// Functions cannot be used here: no `FCALL`, or `FCALL` or `FUNCTION LOAD`
+/// not allowed to this user (ACL). Scripts may still be.
+pub(super) fn no_function_here(e: &RedisError) -> bool {
+    unknown_command(e) || e.code() == Some("NOPERM")
 }
 
 /// The connection cannot be used again.

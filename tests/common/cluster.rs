@@ -537,6 +537,25 @@ impl RedisCluster {
         }
     }
 
+    /// `FUNCTION FLUSH` on every node.
+    pub fn flush_functions(&self) {
+        for p in self.ports() {
+            self.cmd_on::<()>(p, &["FUNCTION", "FLUSH"]);
+        }
+    }
+
+    /// Whether each primary has the function library `name`, by port.
+    pub fn library_on_primaries(&self, name: &str) -> Vec<(u16, bool)> {
+        self.primaries()
+            .into_iter()
+            .map(|p| {
+                let v: Vec<redis::Value> =
+                    self.cmd_on(p, &["FUNCTION", "LIST", "LIBRARYNAME", name]);
+                (p, !v.is_empty())
+            })
+            .collect()
+    }
+
     /// `SCRIPT EXISTS sha` on every primary, by port.
     pub fn script_on_primaries(&self, sha: &str) -> Vec<(u16, bool)> {
         self.primaries()

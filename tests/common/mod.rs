@@ -205,8 +205,8 @@ pub fn seed4_times() -> Vec<u64> {
         .collect()
 }
 
-/// floodgate's one script, as `src/algorithm/spec.rs` builds it (the
-/// order is the one `lua/prelude.lua` gives).
+/// floodgate's script (the EVAL form), as `src/algorithm/spec.rs` builds
+/// it (the order is the one `lua/prelude.lua` gives).
 pub const SCRIPT_SOURCE: &str = concat!(
     include_str!("../../lua/prelude.lua"),
     include_str!("../../lua/fixed_window.lua"),
@@ -216,7 +216,15 @@ pub const SCRIPT_SOURCE: &str = concat!(
     include_str!("../../lua/token_bucket.lua"),
     include_str!("../../lua/leaky_bucket.lua"),
     include_str!("../../lua/main.lua"),
+    "return floodgate(KEYS, ARGV)\n",
 );
+
+/// The name of floodgate's function library (and its one function), as
+/// `src/algorithm/spec.rs` names it.
+pub fn library_name() -> String {
+    let sha = redis::Script::new(SCRIPT_SOURCE).get_hash().to_string();
+    format!("floodgate_{}", &sha[..16])
+}
 
 /// The seed's T0: a window boundary.
 pub const T0: u64 = 1_791_860_000_000;
