@@ -10,6 +10,8 @@ use crate::metrics::Metrics;
 use crate::store::{key::storage_key, memory_now, Store};
 use crate::{ConfigError, Decision, Decisions, Error, PolicyDecision};
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
@@ -339,9 +341,7 @@ impl<A: Algorithm> Limiter<A> {
         };
         let store = async { store.await.map(|r| vec![r]) };
         let span = self.span(&part.policy, mode, cost);
-        // Boxed: the store's future is ~10 KB, and unboxed it would make
-        // every future awaiting a decision that big, memory store included.
-        let mut each = Box::pin(inner.guard.decide(call, store).instrument(span)).await?;
+        let mut each = boxed(inner.guard.decide(call, store), span).await?;
         let d = each
             .pop()
             .ok_or_else(|| Error::Config(ConfigError::new("algorithm", "no policy")))?;
@@ -450,7 +450,7 @@ impl<A: Algorithm> Limiter<A> {
                 cost,
                 mode,
             };
-            Box::pin(inner.guard.decide(call, store).instrument(span)).await?
+            boxed(inner.guard.decide(call, store), span).await?
         };
         let each: Vec<PolicyDecision> = parts
             .iter()
@@ -659,6 +659,21 @@ impl<A: Algorithm> LimiterBuilder<A> {
                 deny_cache: self.deny_cache.map(DenyCache::new),
             }),
         })
+    }
+}
+
+/// A store call, boxed: its future is ~10 KB, and unboxed it would make
+/// every future awaiting a decision that big, memory store included. Inside
+/// `span` only when a debug listener made one (`Instrumented` costs every
+/// poll something).
+fn boxed<'a, T>(
+    call: impl Future<Output = T> + Send + 'a,
+    span: tracing::Span,
+) -> Pin<Box<dyn Future<Output = T> + Send + 'a>> {
+    if span.is_disabled() {
+        Box::pin(call)
+    } else {
+        Box::pin(call.instrument(span))
     }
 }
 
