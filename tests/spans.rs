@@ -73,7 +73,8 @@ fn spans(store: Store, level: Level) -> Vec<&'static str> {
 #[test]
 fn decisions_are_in_a_span_for_a_debug_listener_only() {
     let redis = common::RedisServer::start();
-    let stores: Vec<(&str, fn(&str) -> Store)> = vec![
+    type MakeStore = fn(&str) -> Store;
+    let stores: Vec<(&str, MakeStore)> = vec![
         ("memory", |_| MemoryStore::new().into()),
         ("redis", |url| RedisStore::from_url(url).unwrap().into()),
     ];
