@@ -8,6 +8,7 @@
 mod common;
 
 use common::cluster::{key_slot, RedisCluster};
+use common::twins::{self, Op};
 use common::T0;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
@@ -58,33 +59,8 @@ async fn steady_overload_on_cluster() {
 }
 
 // ---------------------------------------------------------------------------
-// Twins: the script on the cluster and the Rust twin agree on every field.
-// Traffic as in tests/twins.rs, over 8 keys so that a case spans shards.
-
-#[derive(Debug, Clone)]
-struct Op {
-    key: u8,
-    step_ms: u64,
-    cost: u64,
-    peek: bool,
-}
-
-fn ops(max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
-    let step = prop_oneof![
-        3 => Just(0u64),
-        4 => 1..50u64,
-        3 => 1..=max_step,
-    ];
-    let op = (0..8u8, step, 0..=max_cost + 2, prop::bool::weighted(0.1)).prop_map(
-        |(key, step_ms, cost, peek)| Op {
-            key,
-            step_ms,
-            cost,
-            peek,
-        },
-    );
-    prop::collection::vec(op, 1..60)
-}
+// Twins: the script on the cluster and the Rust twin agree on every field,
+// with the traffic of tests/twins.rs (tests/common/twins.rs) over 8 keys.
 
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
@@ -121,96 +97,42 @@ fn run<A: Algorithm, S: Strategy<Value = (A, Vec<Op>)>>(strategy: S) {
                 .clock(clock.clone())
                 .build()
                 .unwrap();
-            rt.block_on(async {
-                for (i, op) in ops.iter().enumerate() {
-                    clock.advance(Duration::from_millis(op.step_ms));
-                    let key = format!("k{}", op.key);
-                    let (c, m) = if op.peek {
-                        (
-                            on_cluster.peek(&key).await.unwrap(),
-                            in_memory.peek(&key).await.unwrap(),
-                        )
-                    } else {
-                        (
-                            on_cluster.check(&key, op.cost).await.unwrap(),
-                            in_memory.check(&key, op.cost).await.unwrap(),
-                        )
-                    };
-                    prop_assert_eq!(c, m, "op {} of {:?}", i, ops);
-                }
-                Ok(())
-            })
+            rt.block_on(twins::same_decisions(&on_cluster, &in_memory, &clock, &ops))
         })
         .unwrap();
 }
 
-fn window() -> impl Strategy<Value = u64> {
-    prop_oneof![Just(1000u64), 1..50u64, 50..5000u64]
-}
-
-fn rate() -> impl Strategy<Value = f64> {
-    prop_oneof![
-        Just(10.0),
-        Just(1.0 / 3.0),
-        0.5..200.0f64,
-        (1..100u32).prop_map(|n| n as f64 / 7.0)
-    ]
-}
+/// Keys per case: enough for a case to span shards.
+const KEYS: u8 = 8;
 
 #[test]
 fn twins_fixed_window_on_cluster() {
-    run((1..20u64, window()).prop_flat_map(|(l, w)| {
-        (
-            Just(FixedWindow::new(l, Duration::from_millis(w))),
-            ops(l, 3 * w),
-        )
-    }));
+    run(twins::fixed_window(KEYS));
 }
 
 #[test]
 fn twins_sliding_log_on_cluster() {
-    run((1..20u64, window()).prop_flat_map(|(l, w)| {
-        (
-            Just(SlidingLog::new(l, Duration::from_millis(w))),
-            ops(l, 3 * w),
-        )
-    }));
+    run(twins::sliding_log(KEYS));
 }
 
 #[test]
 fn twins_sliding_window_on_cluster() {
-    run((1..20u64, window()).prop_flat_map(|(l, w)| {
-        (
-            Just(SlidingWindow::new(l, Duration::from_millis(w))),
-            ops(l, 3 * w),
-        )
-    }));
+    run(twins::sliding_window(KEYS));
 }
 
 #[test]
 fn twins_token_bucket_on_cluster() {
-    run((1..20u64, rate()).prop_flat_map(|(c, r)| {
-        let full = (c as f64 / r * 1000.0) as u64 + 1;
-        (Just(TokenBucket::new(c, r)), ops(c, full.min(60_000)))
-    }));
+    run(twins::token_bucket(KEYS));
 }
 
 #[test]
 fn twins_leaky_bucket_on_cluster() {
-    run((1..20u64, rate()).prop_flat_map(|(c, r)| {
-        let full = (c as f64 / r * 1000.0) as u64 + 1;
-        (Just(LeakyBucket::new(c, r)), ops(c, full.min(60_000)))
-    }));
+    run(twins::leaky_bucket(KEYS));
 }
 
 #[test]
 fn twins_gcra_on_cluster() {
-    run((1..20u64, window(), 1..25u64).prop_flat_map(|(l, p, b)| {
-        (
-            Just(Gcra::new(l, Duration::from_millis(p)).burst(b)),
-            ops(b, 2 * p),
-        )
-    }));
+    run(twins::gcra(KEYS));
 }
 
 // ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::twins::{self, ops, rate, window, Op};
 use common::RedisServer;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
@@ -16,37 +17,6 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    Check,
-    Peek,
-    Refund,
-}
-
-#[derive(Debug, Clone)]
-struct Op {
-    key: u8,
-    step_ms: u64,
-    cost: u64,
-    kind: Kind,
-}
-
-fn ops(max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
-    let step = prop_oneof![
-        3 => Just(0u64),
-        4 => 1..50u64,
-        3 => 1..=max_step,
-    ];
-    let kind = prop_oneof![8 => Just(Kind::Check), 1 => Just(Kind::Peek), 1 => Just(Kind::Refund)];
-    let op = (0..3u8, step, 0..=max_cost + 2, kind).prop_map(|(key, step_ms, cost, kind)| Op {
-        key,
-        step_ms,
-        cost,
-        kind,
-    });
-    prop::collection::vec(op, 1..60)
-}
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -87,32 +57,7 @@ fn same_decisions<A: Algorithm>(
         .clock(clock.clone())
         .build()
         .unwrap();
-    rt.block_on(async {
-        for (i, op) in ops.iter().enumerate() {
-            clock.advance(Duration::from_millis(op.step_ms));
-            let key = format!("k{}", op.key);
-            let (r, m) = match op.kind {
-                Kind::Peek => (
-                    on_redis.peek(&key).await.unwrap(),
-                    in_memory.peek(&key).await.unwrap(),
-                ),
-                Kind::Refund => (
-                    on_redis.refund(&key, op.cost).await.unwrap(),
-                    in_memory.refund(&key, op.cost).await.unwrap(),
-                ),
-                Kind::Check => {
-                    let (r, m) = (
-                        on_redis.check_all(&key, op.cost).await.unwrap(),
-                        in_memory.check_all(&key, op.cost).await.unwrap(),
-                    );
-                    prop_assert_eq!(&r.each, &m.each, "op {} of {:?}", i, ops);
-                    (r.combined, m.combined)
-                }
-            };
-            prop_assert_eq!(r, m, "op {} of {:?}", i, ops);
-        }
-        Ok(())
-    })
+    rt.block_on(twins::same_decisions(&on_redis, &in_memory, &clock, ops))
 }
 
 fn run<A: Algorithm + 'static, S: Strategy<Value = (A, Vec<Op>)>>(strategy: S) {
@@ -128,73 +73,37 @@ fn run<A: Algorithm + 'static, S: Strategy<Value = (A, Vec<Op>)>>(strategy: S) {
         .unwrap();
 }
 
-fn window() -> impl Strategy<Value = u64> {
-    prop_oneof![Just(1000u64), 1..50u64, 50..5000u64]
-}
-
-fn rate() -> impl Strategy<Value = f64> {
-    prop_oneof![
-        Just(10.0),
-        Just(1.0 / 3.0),
-        0.5..200.0f64,
-        (1..100u32).prop_map(|n| n as f64 / 7.0)
-    ]
-}
+/// Keys per case.
+const KEYS: u8 = 3;
 
 #[test]
 fn fixed_window_script_equals_twin() {
-    run((1..20u64, window()).prop_flat_map(|(l, w)| {
-        (
-            Just(FixedWindow::new(l, Duration::from_millis(w))),
-            ops(l, 3 * w),
-        )
-    }));
+    run(twins::fixed_window(KEYS));
 }
 
 #[test]
 fn sliding_log_script_equals_twin() {
-    run((1..20u64, window()).prop_flat_map(|(l, w)| {
-        (
-            Just(SlidingLog::new(l, Duration::from_millis(w))),
-            ops(l, 3 * w),
-        )
-    }));
+    run(twins::sliding_log(KEYS));
 }
 
 #[test]
 fn sliding_window_script_equals_twin() {
-    run((1..20u64, window()).prop_flat_map(|(l, w)| {
-        (
-            Just(SlidingWindow::new(l, Duration::from_millis(w))),
-            ops(l, 3 * w),
-        )
-    }));
+    run(twins::sliding_window(KEYS));
 }
 
 #[test]
 fn token_bucket_script_equals_twin() {
-    run((1..20u64, rate()).prop_flat_map(|(c, r)| {
-        let full = (c as f64 / r * 1000.0) as u64 + 1;
-        (Just(TokenBucket::new(c, r)), ops(c, full.min(60_000)))
-    }));
+    run(twins::token_bucket(KEYS));
 }
 
 #[test]
 fn leaky_bucket_script_equals_twin() {
-    run((1..20u64, rate()).prop_flat_map(|(c, r)| {
-        let full = (c as f64 / r * 1000.0) as u64 + 1;
-        (Just(LeakyBucket::new(c, r)), ops(c, full.min(60_000)))
-    }));
+    run(twins::leaky_bucket(KEYS));
 }
 
 #[test]
 fn gcra_script_equals_twin() {
-    run((1..20u64, window(), 1..25u64).prop_flat_map(|(l, p, b)| {
-        (
-            Just(Gcra::new(l, Duration::from_millis(p)).burst(b)),
-            ops(b, 2 * p),
-        )
-    }));
+    run(twins::gcra(KEYS));
 }
 
 /// One of the six algorithms with random small parameters.
@@ -240,5 +149,5 @@ fn limits_of(algs: &[AnyAlg]) -> Limits {
 #[test]
 fn several_limits_script_equals_twin_all_or_nothing() {
     run(prop::collection::vec(any_algorithm(), 2..4)
-        .prop_flat_map(|algs| (Just(limits_of(&algs)), ops(15, 3000))));
+        .prop_flat_map(|algs| (Just(limits_of(&algs)), ops(KEYS, 15, 3000))));
 }

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod http;
 pub mod seed;
 pub mod sf;
+pub mod twins;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
