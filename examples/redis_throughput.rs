@@ -17,11 +17,9 @@
 //! - `limiter`: `Limiter::check` over `RedisStore` as the crate ships it;
 //! - `pool.get()`: the former strategy for comparison, one deadpool-redis
 //!   checkout per decision (which pays a `PING` to recycle the connection)
-//!   and the same script through redis-rs' `ScriptInvocation`;
-//! - `raw multiplexed`: one shared redis-rs `MultiplexedConnection` sending
-//!   the bare `EVALSHA` of the same code, no limiter (the limiter sends
-//!   `FCALL`, which costs Redis less: this was the ceiling when decisions
-//!   were `EVALSHA`s too).
+//!   and the same `FCALL`;
+//! - `raw multiplexed`: the ceiling, one shared redis-rs
+//!   `MultiplexedConnection` sending the bare `FCALL`, no limiter.
 //!
 //! Keys: each task charges its own 16 keys in turn (1024 keys at 64 tasks),
 //! on a token bucket large enough that almost everything is admitted.
@@ -30,6 +28,7 @@ use floodgate::algorithm::TokenBucket;
 use floodgate::failure::FailurePolicy;
 use floodgate::store::RedisStore;
 use floodgate::Limiter;
+use std::collections::HashMap;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -147,6 +146,21 @@ where
     count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
 }
 
+/// The name of the function library the limiter loaded (`floodgate_<sha>`).
+async fn library_name(conn: &mut redis::aio::MultiplexedConnection) -> String {
+    let libraries: Vec<HashMap<String, redis::Value>> = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .arg("LIBRARYNAME")
+        .arg("floodgate_*")
+        .query_async(conn)
+        .await
+        .expect("FUNCTION LIST (Redis 7 or later)");
+    libraries
+        .into_iter()
+        .find_map(|mut l| redis::from_redis_value(l.remove("library_name")?).ok())
+        .expect("floodgate's library, loaded by the limiter's first decision")
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -179,24 +193,10 @@ async fn main() {
             .collect::<Vec<_>>(),
     );
 
-    // The former strategy: a checkout per decision, the script through
-    // ScriptInvocation (which loads it on NOSCRIPT).
+    // The former strategy: a checkout per decision from a deadpool pool.
     let pool = deadpool_redis::Config::from_url(url.as_str())
         .create_pool(Some(deadpool_redis::Runtime::Tokio1))
         .expect("pool");
-    // The EVAL form of floodgate's code (what Redis < 7 gets): every file
-    // of `lua/` in the crate's order, then the call.
-    let script = Arc::new(redis::Script::new(concat!(
-        include_str!("../lua/prelude.lua"),
-        include_str!("../lua/fixed_window.lua"),
-        include_str!("../lua/sliding_log.lua"),
-        include_str!("../lua/sliding_window.lua"),
-        include_str!("../lua/gcra.lua"),
-        include_str!("../lua/token_bucket.lua"),
-        include_str!("../lua/leaky_bucket.lua"),
-        include_str!("../lua/main.lua"),
-        "return floodgate(KEYS, ARGV)\n"
-    )));
 
     println!(
         "nproc {}, {} tasks, {} runs of {} s, redis {}",
@@ -206,17 +206,32 @@ async fn main() {
         a.secs,
         url
     );
-    // The ceiling: one shared multiplexed connection, the bare EVALSHA.
-    let shared = redis::Client::open(url.as_str())
+    // The ceiling: one shared multiplexed connection, the bare FCALL.
+    let mut shared = redis::Client::open(url.as_str())
         .expect("url")
         .get_multiplexed_async_connection()
         .await
         .expect("connection");
-    let _: String = script
-        .prepare_invoke()
-        .load_async(&mut shared.clone())
+    // The limiter's first decision loads floodgate's library; the other two
+    // clients call the same function by its name.
+    limiter
+        .check("warm-up", 1)
         .await
-        .expect("script load");
+        .expect("a decision by redis");
+    let function = Arc::new(library_name(&mut shared).await);
+    let fcall = |function: &str, key: String| {
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(function)
+            .arg(1)
+            .arg(key)
+            .arg("")
+            .arg("check")
+            .arg(1)
+            .arg("tb")
+            .arg(1u64 << 30)
+            .arg("1000000000");
+        cmd
+    };
     let (mut ours, mut former, mut raw) = (Vec::new(), Vec::new(), Vec::new());
     for run in 1..=a.runs {
         let (l, k) = (limiter.clone(), keys.clone());
@@ -229,44 +244,22 @@ async fn main() {
             }
         })
         .await;
-        let (p, s, k) = (pool.clone(), script.clone(), keys.clone());
+        let (p, f, k) = (pool.clone(), function.clone(), keys.clone());
         let r2 = measure(a.tasks, a.secs, move |t, i| {
-            let (p, s, k) = (p.clone(), s.clone(), k.clone());
+            let (p, f, k) = (p.clone(), f.clone(), k.clone());
             async move {
                 let key = format!("floodgate-bench:former:{}", k[t * 16 + (i % 16) as usize]);
                 let mut conn = p.get().await.expect("pool");
-                let _: Vec<i64> = s
-                    .key(key)
-                    .arg("")
-                    .arg("check")
-                    .arg(1)
-                    .arg("tb")
-                    .arg((1u64 << 30).to_string())
-                    .arg(1e9.to_string())
-                    .invoke_async(&mut conn)
-                    .await
-                    .expect("script");
+                let _: Vec<i64> = fcall(&f, key).query_async(&mut conn).await.expect("fcall");
             }
         })
         .await;
-        let (c, k, hash) = (shared.clone(), keys.clone(), script.get_hash().to_owned());
+        let (c, f, k) = (shared.clone(), function.clone(), keys.clone());
         let r3 = measure(a.tasks, a.secs, move |t, i| {
-            let (mut c, k, hash) = (c.clone(), k.clone(), hash.clone());
+            let (mut c, f, k) = (c.clone(), f.clone(), k.clone());
             async move {
                 let key = format!("floodgate-bench:raw:{}", k[t * 16 + (i % 16) as usize]);
-                let _: Vec<i64> = redis::cmd("EVALSHA")
-                    .arg(hash)
-                    .arg(1)
-                    .arg(key)
-                    .arg("")
-                    .arg("check")
-                    .arg(1)
-                    .arg("tb")
-                    .arg(1u64 << 30)
-                    .arg("1000000000")
-                    .query_async(&mut c)
-                    .await
-                    .expect("script");
+                let _: Vec<i64> = fcall(&f, key).query_async(&mut c).await.expect("fcall");
             }
         })
         .await;
