@@ -402,8 +402,9 @@ impl<A: Algorithm> Limiter<A> {
         } else {
             Vec::new()
         };
-        let asked = self.local_now();
-        if let Some(hit) = cache.and_then(|c| c.get(&keys[0], cost, asked)) {
+        // The time the cache measures with, read only when there is one.
+        let cache = cache.map(|c| (c, self.local_now()));
+        if let Some(hit) = cache.and_then(|(c, asked)| c.get(&keys[0], cost, asked)) {
             inner.metrics.cache_hit();
             return Ok(hit);
         }
@@ -474,7 +475,7 @@ impl<A: Algorithm> Limiter<A> {
             );
         }
         let decisions = Decisions { combined, each };
-        if let Some(c) = cache {
+        if let Some((c, asked)) = cache {
             if decisions.combined.allowed {
                 // The key filled up: cached numbers of it are stale.
                 c.forget(&keys[0]);
