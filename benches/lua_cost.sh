@@ -13,7 +13,7 @@
 # Needs redis-server, redis-benchmark, redis-cli, valgrind (callgrind_annotate,
 # callgrind_control). Starts its own servers on free loopback ports.
 #
-# floodgate's library is rebuilt from lua/ as src/algorithm/spec.rs builds
+# floodgate's library is rebuilt from lua/ as build.rs joins
 # it (same files, order, name), with the ARGV `Limiter::check` sends (see
 # `cargo run --release --example loadgen`, which captures them with MONITOR
 # and checks the name). floodgate is measured twice: reading Redis TIME (the
@@ -29,8 +29,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 # The code as the crate builds it: the EVAL form (whose SHA1 names the
 # library), and the library.
-sed -n '/include_str!("..\/..\/lua\/prelude.lua")/,/include_str!("..\/..\/lua\/main.lua")/p' src/algorithm/spec.rs |
-  grep -o 'lua/[a-z_]*\.lua' | while read -r f; do cat "$f"; done >"$WORK/shared.lua"
+grep -v '^#' lua/files.txt | grep . | while read -r f; do cat "lua/$f"; done >"$WORK/shared.lua"
 { cat "$WORK/shared.lua"; printf 'return floodgate(KEYS, ARGV)\n'; } >"$WORK/script.lua"
 NAME=floodgate_$(sha1sum "$WORK/script.lua" | cut -c1-16)
 {

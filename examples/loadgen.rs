@@ -20,7 +20,7 @@
 //!
 //! 1. **capture**: one `Limiter::check` under `MONITOR` gives the exact
 //!    `FCALL` floodgate sends (function name, key layout, ARGV). The code is
-//!    also rebuilt from `lua/` as `src/algorithm/spec.rs` builds it, and the
+//!    also rebuilt from `lua/` as `build.rs` joins it, and the
 //!    library name its SHA gives checked against the captured one.
 //! 2. **rb -P16**: `redis-benchmark -c 50 -P 16` running that very command,
 //!    with the user key replaced by `__rand_int__` (`-r 10000`): the same
@@ -307,26 +307,13 @@ fn monitor_words(line: &str) -> Vec<String> {
     out
 }
 
-/// The EVAL form as the crate builds it: the `lua/` files in the order
-/// `src/algorithm/spec.rs` includes them (the run of `include_str!` lines
-/// that starts with `prelude.lua`), then the call. Its SHA names the library.
+/// The EVAL form as the crate builds it: the `lua/` files `build.rs` joins
+/// in the order of `lua/files.txt`, then the call. Its SHA names the library.
 fn script_source() -> Option<String> {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let spec = std::fs::read_to_string(format!("{root}/src/algorithm/spec.rs")).ok()?;
-    let mut src = String::new();
-    let mut lines = spec
-        .lines()
-        .skip_while(|l| !l.contains("include_str!(\"../../lua/prelude.lua\")"));
-    for line in lines.by_ref() {
-        let Some(rest) = line.split("include_str!(\"").nth(1) else {
-            break;
-        };
-        let rel = rest.split('"').next()?;
-        let path = std::path::Path::new(root).join("src/algorithm").join(rel);
-        src.push_str(&std::fs::read_to_string(path).ok()?);
-    }
-    src.push_str("return floodgate(KEYS, ARGV)\n");
-    (src.len() > 40).then_some(src)
+    Some(format!(
+        "{}return floodgate(KEYS, ARGV)\n",
+        include_str!(concat!(env!("OUT_DIR"), "/shared.lua"))
+    ))
 }
 
 /// redis-benchmark's throughput for the captured command, requests/s.
@@ -672,12 +659,12 @@ fn main() {
                             let sha: String = redis.cmd(&["SCRIPT", "LOAD", &src]);
                             let name = format!("floodgate_{}", &sha[..16]);
                             if name == cap.function {
-                                format!("code rebuilt from lua/ in spec.rs order: library {name} = what floodgate calls")
+                                format!("code rebuilt from lua/ in lua/files.txt order: library {name} = what floodgate calls")
                             } else {
                                 format!("WARNING: code rebuilt from lua/ names library {name}, floodgate called {}", cap.function)
                             }
                         }
-                        None => "script source not rebuilt (spec.rs not found)".into(),
+                        None => "script source not rebuilt".into(),
                     });
                     println!("{}", script_checked.as_ref().unwrap());
                 }

@@ -98,37 +98,21 @@ impl Mode {
     }
 }
 
-/// The files of `lua/` in the order they are joined (definitions first),
-/// followed by `$tail`: the one Lua source of both forms below.
-macro_rules! lua_source {
-    ($tail:expr) => {
-        concat!(
-            include_str!("../../lua/prelude.lua"),
-            include_str!("../../lua/fixed_window.lua"),
-            include_str!("../../lua/sliding_log.lua"),
-            include_str!("../../lua/sliding_window.lua"),
-            include_str!("../../lua/gcra.lua"),
-            include_str!("../../lua/token_bucket.lua"),
-            include_str!("../../lua/leaky_bucket.lua"),
-            include_str!("../../lua/main.lua"),
-            $tail
-        )
-    };
-}
-
 /// The code shared by the library and the script: every algorithm, and
 /// `floodgate(KEYS, ARGV)`, the loop that decides several keys all or
-/// nothing. Only definitions: nothing runs until that function is called.
-const SHARED_SOURCE: &str = lua_source!("");
+/// nothing, joined by `build.rs` in the order of `lua/files.txt`. Only
+/// definitions: nothing runs until that function is called.
+const SHARED_SOURCE: &str = include_str!(concat!(env!("OUT_DIR"), "/shared.lua"));
 
 /// The EVAL form: the shared code, then one call. Redis runs a script's
 /// whole body, definitions included, on every `EVALSHA`; only used where
 /// Redis has no functions (before 7.0).
-pub(crate) const SCRIPT_SOURCE: &str = lua_source!("return floodgate(KEYS, ARGV)\n");
+pub(crate) static SCRIPT_SOURCE: LazyLock<String> =
+    LazyLock::new(|| format!("{SHARED_SOURCE}return floodgate(KEYS, ARGV)\n"));
 
 /// [`SCRIPT_SOURCE`], with its SHA1 for `EVALSHA`.
 pub(crate) static SCRIPT: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(SCRIPT_SOURCE));
+    LazyLock::new(|| redis::Script::new(&SCRIPT_SOURCE));
 
 /// The Redis Function form (`FUNCTION LOAD`, `FCALL`): the shared code runs
 /// once when the library is loaded, a call runs only `floodgate()`.

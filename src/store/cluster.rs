@@ -304,18 +304,18 @@ impl RedisClusterStore {
     /// the library is loaded on that node in the background.
     async fn fcall(&self, key: &str, cmd: impl Fn(&str, &str) -> Cmd) -> Result<Value, StoreError> {
         if self.inner.no_functions.load(Ordering::Relaxed) {
-            return self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await;
+            return self.eval(&SCRIPT, &SCRIPT_SOURCE, cmd).await;
         }
         let mut conn = self.connection().await?;
         match query(&mut conn, &cmd("FCALL", &LIBRARY.name)).await {
             Ok(v) => Ok(v),
             Err(e) if no_function_here(&e) => {
                 self.inner.no_functions.store(true, Ordering::Relaxed);
-                self.eval(&SCRIPT, SCRIPT_SOURCE, cmd).await
+                self.eval(&SCRIPT, &SCRIPT_SOURCE, cmd).await
             }
             Err(e) if function_missing(&e) => {
                 self.load_library(key);
-                query(&mut conn, &cmd("EVAL", SCRIPT_SOURCE))
+                query(&mut conn, &cmd("EVAL", &SCRIPT_SOURCE))
                     .await
                     .map_err(store_error)
             }
@@ -502,7 +502,7 @@ mod tests {
 
     #[test]
     fn sources_hash_to_the_scripts_evalsha_calls() {
-        assert_eq!(Script::new(SCRIPT_SOURCE).get_hash(), SCRIPT.get_hash());
+        assert_eq!(Script::new(&SCRIPT_SOURCE).get_hash(), SCRIPT.get_hash());
         assert_eq!(
             Script::new(LEASE_SOURCE).get_hash(),
             LEASE_SCRIPT.get_hash()

@@ -206,24 +206,19 @@ pub fn seed4_times() -> Vec<u64> {
         .collect()
 }
 
-/// floodgate's script (the EVAL form), as `src/algorithm/spec.rs` builds
-/// it (the order is the one `lua/prelude.lua` gives).
-pub const SCRIPT_SOURCE: &str = concat!(
-    include_str!("../../lua/prelude.lua"),
-    include_str!("../../lua/fixed_window.lua"),
-    include_str!("../../lua/sliding_log.lua"),
-    include_str!("../../lua/sliding_window.lua"),
-    include_str!("../../lua/gcra.lua"),
-    include_str!("../../lua/token_bucket.lua"),
-    include_str!("../../lua/leaky_bucket.lua"),
-    include_str!("../../lua/main.lua"),
-    "return floodgate(KEYS, ARGV)\n",
-);
+/// floodgate's script (the EVAL form), as the crate builds it: the files
+/// `build.rs` joins in the order of `lua/files.txt`, then the call.
+pub fn script_source() -> String {
+    format!(
+        "{}return floodgate(KEYS, ARGV)\n",
+        include_str!(concat!(env!("OUT_DIR"), "/shared.lua"))
+    )
+}
 
 /// The name of floodgate's function library (and its one function), as
 /// `src/algorithm/spec.rs` names it.
 pub fn library_name() -> String {
-    let sha = redis::Script::new(SCRIPT_SOURCE).get_hash().to_string();
+    let sha = redis::Script::new(&script_source()).get_hash().to_string();
     format!("floodgate_{}", &sha[..16])
 }
 
