@@ -15,7 +15,7 @@
 #
 # floodgate's library is rebuilt from lua/ as build.rs joins
 # it (same files, order, name), with the ARGV `Limiter::check` sends (see
-# `cargo run --release --example loadgen`, which captures them with MONITOR
+# `cargo bench --bench loadgen`, which captures them with MONITOR
 # and checks the name). floodgate is measured twice: reading Redis TIME (the
 # default, `now` = '') and with the client's `now`, as the seed always is
 # (`Limiter` sends it with a client clock): the like-for-like comparison.

@@ -22,7 +22,7 @@
 //! A third group, `layer`, serves an axum hello `Router` in process (no
 //! socket, no HTTP parsing) with and without `RateLimitLayer` (GCRA on the
 //! memory store, key = `x-client` header): the layer's own cost per request,
-//! which the HTTP tool (`examples/http_load.rs`) can only see through the
+//! which the HTTP tool (`benches/http_load.rs`) can only see through the
 //! noise of a network stack and a client sharing the cores.
 //!
 //! For callgrind: with `FLOODGATE_BENCH_PROFILE=<contender>` (an algorithm,

@@ -2,11 +2,11 @@
 //! `redis-benchmark` running floodgate's own `FCALL`, in the same run.
 //!
 //! ```text
-//! cargo run --release --example loadgen                 # ~80 s, one run
-//! cargo run --release --example loadgen -- --runs 3     # medians of 3 runs, ~4 min
-//! cargo run --release --example loadgen -- --quick      # smoke pass, ~20 s
-//! cargo run --release --example loadgen -- --only gcra,token_bucket --no-deny
-//! REDIS_URL=redis://127.0.0.1:7000 cargo run --release --example loadgen   # existing server
+//! cargo bench --bench loadgen                 # ~80 s, one run
+//! cargo bench --bench loadgen -- --runs 3     # medians of 3 runs, ~4 min
+//! cargo bench --bench loadgen -- --quick      # smoke pass, ~20 s
+//! cargo bench --bench loadgen -- --only gcra,token_bucket --no-deny
+//! REDIS_URL=redis://127.0.0.1:7000 cargo bench --bench loadgen   # existing server
 //! ```
 //!
 //! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
@@ -47,7 +47,6 @@
 //! Client, `redis-benchmark` and `redis-server` share the machine's cores
 //! (`nproc` is printed): compare the ratios, not the absolute numbers.
 
-#[path = "bench_support/mod.rs"]
 mod support;
 
 use floodgate::algorithm::{

@@ -9,9 +9,13 @@
 //! ```text
 //! FLOODGATE_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 \
 //! REDIS_URL=redis://127.0.0.1:7100 \
-//!     cargo run --release --example cluster_throughput             # 64 tasks, 3 runs of 3 s
-//! ... cargo run --release --example cluster_throughput -- --tasks 16 --secs 2 --runs 5
+//!     cargo bench --bench cluster_throughput             # 64 tasks, 3 runs of 3 s
+//! ... cargo bench --bench cluster_throughput -- --tasks 16 --secs 2 --runs 5
 //! ```
+//!
+//! Without `FLOODGATE_CLUSTER_NODES` it prints its usage and exits with
+//! status 0, measuring nothing (a plain `cargo bench` runs every bench
+//! target and goes on to the next).
 //!
 //! Keys: each task charges its own 16 keys in turn (1024 keys at 64 tasks,
 //! spread over all shards), on a token bucket large enough that almost
@@ -24,6 +28,16 @@ use floodgate::Limiter;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+const USAGE: &str = "\
+cluster_throughput: FLOODGATE_CLUSTER_NODES is not set, nothing measured.
+usage: FLOODGATE_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 \\
+       [REDIS_URL=redis://127.0.0.1:7100] \\
+       cargo bench --bench cluster_throughput [-- --tasks N --secs S --runs N]
+  FLOODGATE_CLUSTER_NODES  comma-separated redis:// URLs of nodes of a running cluster
+                           (this tool starts none; BENCHMARKS.md shows how)
+  REDIS_URL                optional: a single Redis, measured in the same runs
+  --tasks N (64), --secs S (3), --runs N (3)";
 
 struct Args {
     tasks: usize,
@@ -44,7 +58,8 @@ fn args() -> Args {
             "--tasks" => a.tasks = value().parse().expect("--tasks N"),
             "--secs" => a.secs = value().parse().expect("--secs S"),
             "--runs" => a.runs = value().parse().expect("--runs N"),
-            other => panic!("unknown argument {other}"),
+            "--bench" => {} // passed by `cargo bench`
+            other => panic!("unknown argument {other}; use --tasks N, --secs S, --runs N"),
         }
     }
     a
@@ -99,8 +114,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() {
     let a = args();
-    let nodes: Vec<String> = std::env::var("FLOODGATE_CLUSTER_NODES")
-        .expect("FLOODGATE_CLUSTER_NODES: comma-separated redis:// URLs of cluster nodes")
+    let Ok(nodes) = std::env::var("FLOODGATE_CLUSTER_NODES") else {
+        eprintln!("{USAGE}");
+        return;
+    };
+    let nodes: Vec<String> = nodes
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
@@ -114,7 +132,7 @@ async fn main() {
         Arc::new((0..a.tasks * 16).map(|i| format!("client-{i}")).collect());
 
     println!(
-        "nproc {}, {} tasks, {} runs of {} s, cluster seeds {}, single {}",
+        "nproc {}, {} tasks, {} runs of {} s, cluster nodes {}, single {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         a.tasks,
         a.runs,

@@ -3,10 +3,10 @@
 //! `BENCHMARKS.md`.
 //!
 //! ```text
-//! cargo run --release --example redis_throughput              # 64 tasks, 3 runs of 3 s
-//! cargo run --release --example redis_throughput -- --tasks 16 --secs 2 --runs 5
-//! cargo run --release --example redis_throughput -- --connections 1
-//! REDIS_URL=redis://127.0.0.1:6380 cargo run --release --example redis_throughput
+//! cargo bench --bench redis_throughput              # 64 tasks, 3 runs of 3 s
+//! cargo bench --bench redis_throughput -- --tasks 16 --secs 2 --runs 5
+//! cargo bench --bench redis_throughput -- --connections 1
+//! REDIS_URL=redis://127.0.0.1:6380 cargo bench --bench redis_throughput
 //! ```
 //!
 //! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
@@ -57,7 +57,10 @@ fn args() -> Args {
             "--secs" => a.secs = value().parse().expect("--secs S"),
             "--runs" => a.runs = value().parse().expect("--runs N"),
             "--connections" => a.connections = Some(value().parse().expect("--connections N")),
-            other => panic!("unknown argument {other}"),
+            "--bench" => {} // passed by `cargo bench`
+            other => panic!(
+                "unknown argument {other}; use --tasks N, --secs S, --runs N, --connections N"
+            ),
         }
     }
     a

@@ -1,6 +1,8 @@
-//! Shared by the load tools (`loadgen.rs`, `http_load.rs`): a private
-//! `redis-server`, Redis statistics, CPU accounting from `/proc`, and small
-//! statistics helpers. Not an example on its own.
+//! Shared by the load tools (`loadgen.rs`, `http_load.rs`, `abuse_load.rs`,
+//! each with `mod support;`): a private `redis-server`, Redis statistics,
+//! CPU accounting from `/proc`, and small statistics helpers. Not a bench
+//! target: Cargo takes `benches/*.rs` and `benches/*/main.rs` as targets,
+//! not `benches/support/mod.rs`.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
