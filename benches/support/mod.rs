@@ -277,7 +277,7 @@ impl Rng {
     }
 }
 
-/// Milliseconds since the Unix epoch (the seed scripts' `now`).
+/// Milliseconds since the Unix epoch (the textbook scripts' `now`).
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
