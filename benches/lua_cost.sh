@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Server cost per decision, counted not timed: instructions executed by
 # redis-server inside the command (valgrind --tool=callgrind, collecting only
-# inside `fcallCommand` for floodgate, `evalShaCommand` for the seed),
-# floodgate's `FCALL` vs the seed's script of the same algorithm, same keys,
-# same number of calls. Deterministic: unlike `usec_per_call`, it does not
+# inside `fcallCommand` for floodgate, `evalShaCommand` for the textbook
+# script), floodgate's `FCALL` vs the textbook script of the same algorithm
+# (tests/baseline/textbook_*.lua: the plain scripts, e.g. INCR + PEXPIRE for
+# the fixed window), same keys, same number of calls. Deterministic: unlike `usec_per_call`, it does not
 # move when other processes share the cores.
 #
 #   benches/lua_cost.sh                 # all six algorithms, admit and deny (~8 min)
@@ -15,10 +16,11 @@
 #
 # floodgate's library is rebuilt from lua/ as build.rs joins
 # it (same files, order, name), with the ARGV `Limiter::check` sends (see
-# `cargo run --release --example loadgen`, which captures them with MONITOR
+# `cargo bench --bench loadgen`, which captures them with MONITOR
 # and checks the name). floodgate is measured twice: reading Redis TIME (the
-# default, `now` = '') and with the client's `now`, as the seed always is
-# (`Limiter` sends it with a client clock): the like-for-like comparison.
+# default, `now` = '') and with the client's `now`, as the textbook script
+# always gets it (`Limiter` sends it with a client clock): the like-for-like
+# comparison.
 # `admit`: limit 1000 per second over 10 000 keys (every call admitted);
 # `deny`: limit 1 per hour, every key spent by a warm-up before counting.
 set -euo pipefail
@@ -81,14 +83,14 @@ ir_per_call() {
 
 NOW=$(($(date +%s%N) / 1000000))
 row() {
-  local alg=$1 traffic=$2 tag seed p1 p2 s1 s2 warm=0
+  local alg=$1 traffic=$2 tag textbook p1 p2 s1 s2 warm=0
   case $alg in
-    fixed_window) tag=fw seed=seed_fixed_window ;;
-    sliding_log) tag=sl seed=seed_sliding_log ;;
-    sliding_window) tag=sw seed=seed_sliding_window ;;
-    token_bucket) tag=tb seed=seed_token_bucket ;;
-    leaky_bucket) tag=lb seed=seed_token_bucket ;;
-    gcra) tag=gcra seed=seed_token_bucket ;;
+    fixed_window) tag=fw textbook=textbook_fixed_window ;;
+    sliding_log) tag=sl textbook=textbook_sliding_log ;;
+    sliding_window) tag=sw textbook=textbook_sliding_window ;;
+    token_bucket) tag=tb textbook=textbook_token_bucket ;;
+    leaky_bucket) tag=lb textbook=textbook_token_bucket ;;
+    gcra) tag=gcra textbook=textbook_token_bucket ;;
   esac
   if [ "$traffic" = admit ]; then
     case $tag in
@@ -104,26 +106,26 @@ row() {
       *) p1=1 p2=3600000 ;;
     esac
     s1=1
-    case $seed in seed_token_bucket) s2=0.0002777777777777778 ;; *) s2=3600000 ;; esac
+    case $textbook in textbook_token_bucket) s2=0.0002777777777777778 ;; *) s2=3600000 ;; esac
   fi
-  local fg fc sd
+  local fg fc tx
   fg=$(ir_per_call "fg-$alg-$traffic" fcall "$WORK/library.lua" $warm \
     "floodgate:default:$tag:{__rand_int__}" '' check 1 "$tag" "$p1" "$p2")
   fc=$(ir_per_call "fc-$alg-$traffic" fcall "$WORK/library.lua" $warm \
     "floodgate:default:$tag:{__rand_int__}" "$NOW" check 1 "$tag" "$p1" "$p2")
-  case $seed in
-    seed_token_bucket) set -- "$s1" "$s2" "$NOW" 1 ;;
-    seed_sliding_log) set -- "$s1" "$s2" "$NOW" "r:__rand_int__" ;;
+  case $textbook in
+    textbook_token_bucket) set -- "$s1" "$s2" "$NOW" 1 ;;
+    textbook_sliding_log) set -- "$s1" "$s2" "$NOW" "r:__rand_int__" ;;
     *) set -- "$s1" "$s2" "$NOW" ;;
   esac
-  sd=$(ir_per_call "seed-$alg-$traffic" evalsha "tests/baseline/$seed.lua" $warm "seed:{__rand_int__}" "$@")
-  printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %s |\n' "$alg" "$traffic" "$fc" "$fg" "$sd" \
-    "$(echo "$fc / $sd" | bc -l)" "$(echo "$fg / $sd" | bc -l)" "$((fg - fc))"
+  tx=$(ir_per_call "textbook-$alg-$traffic" evalsha "tests/baseline/$textbook.lua" $warm "textbook:{__rand_int__}" "$@")
+  printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %s |\n' "$alg" "$traffic" "$fc" "$fg" "$tx" \
+    "$(echo "$fc / $tx" | bc -l)" "$(echo "$fg / $tx" | bc -l)" "$((fg - fc))"
 }
 
 echo "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $CALLS calls per row, instructions per call (callgrind), library $NAME"
 echo
-echo "| algorithm | traffic | floodgate, client now | floodgate, TIME | seed (client now) | × seed, like for like | × seed, TIME | TIME's cost |"
+echo "| algorithm | traffic | floodgate, client now | floodgate, TIME | textbook (client now) | × textbook, like for like | × textbook, TIME | TIME's cost |"
 echo "|---|---|---|---|---|---|---|---|"
 if [ $# -ge 1 ]; then
   row "$1" "${2:-admit}"

@@ -22,13 +22,15 @@
 //! A third group, `layer`, serves an axum hello `Router` in process (no
 //! socket, no HTTP parsing) with and without `RateLimitLayer` (GCRA on the
 //! memory store, key = `x-client` header): the layer's own cost per request,
-//! which the HTTP tool (`examples/http_load.rs`) can only see through the
+//! which the HTTP tool (`benches/http_load.rs`) can only see through the
 //! noise of a network stack and a client sharing the cores.
 //!
 //! For callgrind: with `FLOODGATE_BENCH_PROFILE=<contender>` (an algorithm,
 //! `governor`, `router_plain` or `router_layer`) the binary makes 200 000
 //! decisions (requests) of that contender on one thread and exits, e.g.
 //! `FLOODGATE_BENCH_PROFILE=gcra valgrind --tool=callgrind target/release/deps/memory-<hash>`.
+
+mod support;
 
 use axum::body::Body;
 use axum::{routing::get, Router};
@@ -49,6 +51,7 @@ use std::pin::pin;
 use std::sync::Barrier;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+use support::median;
 use tower::Service;
 
 /// Distinct clients in the pool.
@@ -352,7 +355,7 @@ fn ratio_table(rounds: usize, per_thread: u64, filter: Option<&str>) {
                 admitted[i] = a;
             }
         }
-        let med: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
+        let med: Vec<f64> = ns.iter().map(|v| median(v)).collect();
         let gov = med[all.len() - 1];
         println!();
         println!(
@@ -386,7 +389,7 @@ fn layer_table(rounds: usize, n: u64) {
             ns[i].push(d.timed(&keys, 1, n).0.as_nanos() as f64 / n as f64);
         }
     }
-    let med: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
+    let med: Vec<f64> = ns.iter().map(|v| median(v)).collect();
     println!();
     println!("| axum Router in process, 1 thread | ns/request | layer's own ns/request |");
     println!("|---|---|---|");
@@ -397,16 +400,6 @@ fn layer_table(rounds: usize, n: u64) {
         med[1] - med[0],
         med[1] / med[0]
     );
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// A fixed amount of work for one contender, for callgrind.

@@ -17,6 +17,8 @@
 //! curl -i -H 'x-api-key: demo' http://127.0.0.1:3000/export
 //! curl -i -H 'x-api-key: pro_demo' http://127.0.0.1:3000/export
 //! ```
+//!
+//! `ADDR` (default `127.0.0.1:3000`) sets the address it listens on.
 
 use axum::extract::Request;
 use axum::middleware::{self, Next};
@@ -107,12 +109,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok(url) => RedisStore::from_url(&url)?.into(),
         Err(_) => MemoryStore::new().into(),
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-    println!("listening on http://127.0.0.1:3000");
-    println!("try: curl -i -H 'x-api-key: demo' http://127.0.0.1:3000/export   (5 of these spend the budget)");
+    let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let addr = listener.local_addr()?;
+    println!("listening on http://{addr}");
     println!(
-        "     curl -i -H 'x-api-key: pro_demo' http://127.0.0.1:3000/export   (the pro plan: 10x)"
+        "try: curl -i -H 'x-api-key: demo' http://{addr}/export   (5 of these spend the budget)"
     );
+    println!("     curl -i -H 'x-api-key: pro_demo' http://{addr}/export   (the pro plan: 10x)");
     axum::serve(
         listener,
         app(store)?.into_make_service_with_connect_info::<SocketAddr>(),

@@ -5,6 +5,8 @@
 //! cargo run --example axum_quickstart                                   # in-memory store
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --example axum_quickstart  # Redis
 //! ```
+//!
+//! `ADDR` (default `127.0.0.1:3000`) sets the address it listens on.
 
 use axum::{routing::get, Router};
 use floodgate::algorithm::Gcra;

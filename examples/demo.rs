@@ -5,6 +5,8 @@
 //! cargo run --example demo                                   # in-memory store
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --example demo  # Redis
 //! ```
+//!
+//! `ADDR` (default `127.0.0.1:0`, a free port) sets the address of its server.
 
 #[path = "axum_quickstart.rs"]
 mod quickstart;
@@ -20,7 +22,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         "in-memory"
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:0".into());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
     let addr = listener.local_addr()?;
     let app = quickstart::app(store);
     tokio::spawn(async move {

@@ -6,6 +6,8 @@
 //! for i in $(seq 15); do curl -s -o /dev/null http://127.0.0.1:3000/; done
 //! curl -s http://127.0.0.1:3000/metrics | grep floodgate
 //! ```
+//!
+//! `ADDR` (default `127.0.0.1:3000`) sets the address it listens on.
 
 use axum::{routing::get, Router};
 use floodgate::algorithm::Gcra;
@@ -45,8 +47,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok(url) => RedisStore::from_url(&url)?.into(),
         Err(_) => MemoryStore::new().into(),
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-    println!("listening on http://127.0.0.1:3000; metrics at http://127.0.0.1:3000/metrics");
+    let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let addr = listener.local_addr()?;
+    println!("listening on http://{addr}; metrics at http://{addr}/metrics");
     axum::serve(
         listener,
         app(store, metrics).into_make_service_with_connect_info::<SocketAddr>(),

@@ -78,28 +78,28 @@ async fn memory_per_client_is_no_larger_than_the_seeds() {
     let window = |t: u64, _| vec!["10".into(), "1000".into(), t.to_string()];
     let fixed = seed(
         &redis,
-        "seed_fixed_window.lua",
+        "textbook_fixed_window.lua",
         window,
         "rl:fixed:bob",
         "rl:fixed:bob:*",
     );
     let log = seed(
         &redis,
-        "seed_sliding_log.lua",
+        "textbook_sliding_log.lua",
         |t, i| vec!["10".into(), "1000".into(), t.to_string(), format!("r{i}")],
         "rl:log:bob",
         "rl:log:bob",
     );
     let counter = seed(
         &redis,
-        "seed_sliding_window.lua",
+        "textbook_sliding_window.lua",
         window,
         "rl:swc:bob",
         "rl:swc:bob:*",
     );
     let bucket = seed(
         &redis,
-        "seed_token_bucket.lua",
+        "textbook_token_bucket.lua",
         |t, _| vec!["10".into(), "10".into(), t.to_string(), "1".into()],
         "rl:tb:bob",
         "rl:tb:bob",

@@ -1,9 +1,10 @@
 //! Runs three experiments through all six algorithms, prints a table for
 //! each, and draws each as an SVG chart in `docs/charts/`.
 //!
-//! The first two are the seed's (a burst straddling a window boundary, and
-//! 10 s of steady overload), printed in the seed's format; the third is a
-//! client that bursts, idles and bursts again over a steady trickle.
+//! The first two are the boundary burst (a burst straddling a window
+//! boundary) and the steady overload (10 s of overload at a steady rate),
+//! printed one line per algorithm; the third is a client that bursts, idles
+//! and bursts again over a steady trickle.
 //!
 //! ```text
 //! cargo run --example compare                             # in-memory store
@@ -24,12 +25,13 @@ use floodgate::{Decision, Limiter};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A window boundary, as in the seed.
+/// A window boundary, and the origin of every experiment's times (the `T0`
+/// of the steady overload's fixture).
 const T0: u64 = 1_791_860_000_000;
 const SEC: Duration = Duration::from_secs(1);
 const PREFIX: &str = "floodgate-compare";
 
-/// The seed's steady-overload traffic: Python's `random.seed(4)` sequence.
+/// The steady overload's traffic: Python's `random.seed(4)` sequence.
 fn seed4_times() -> Vec<u64> {
     include_str!("../../tests/fixtures/steady_overload_seed4.txt")
         .lines()
@@ -266,11 +268,10 @@ impl Run {
     }
 }
 
-/// The most admitted in any 1-s span, as in the seed: a 1-s window slid in
-/// 5 ms steps from `T0`. The seed stops at 9 s, this at the last request
-/// (the same for the seed's data, which ends before 10 s; the leaky
-/// bucket's queue runs on past it). Also returns where the first such span
-/// starts.
+/// The most admitted in any 1-s span: a 1-s window slid in 5 ms steps from
+/// `T0` to 9 s, or on to the last admitted request where that is later (the
+/// steady overload's traffic ends before 10 s; the leaky bucket's queue runs
+/// on past it). Also returns where the first such span starts.
 fn worst_1s(accepted: &[u64]) -> (usize, u64) {
     let end = accepted.last().map_or(T0 + 9000, |&t| t.max(T0 + 9000));
     let mut best = (0, T0);

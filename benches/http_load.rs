@@ -2,10 +2,10 @@
 //! in the same run, and where the CPU goes.
 //!
 //! ```text
-//! cargo run --release --example http_load                # ~90 s: 3 rounds × 3 apps × 2 generators
-//! cargo run --release --example http_load -- --quick     # smoke pass
-//! cargo run --release --example http_load -- --rounds 5 --secs 4 --conns 64 --no-wrk
-//! cargo run --release --example http_load -- --only redis --rounds 1 --secs 20   # to profile one app
+//! cargo bench --bench http_load                # ~90 s: 3 rounds × 3 apps × 2 generators
+//! cargo bench --bench http_load -- --quick     # smoke pass
+//! cargo bench --bench http_load -- --rounds 5 --secs 4 --conns 64 --no-wrk
+//! cargo bench --bench http_load -- --only redis --rounds 1 --secs 20   # to profile one app
 //! ```
 //!
 //! Three apps, each on its own loopback port, served by one tokio runtime
@@ -36,7 +36,6 @@
 //! (from `/proc`) say where the time went: µs of CPU per request in the
 //! server's threads, in the generator, and in `redis-server`.
 
-#[path = "bench_support/mod.rs"]
 mod support;
 
 use axum::{routing::get, Router};

@@ -1,11 +1,16 @@
-//! Shared by the load tools (`loadgen.rs`, `http_load.rs`): a private
-//! `redis-server`, Redis statistics, CPU accounting from `/proc`, and small
-//! statistics helpers. Not an example on its own.
+//! Shared by the tools in `benches/` (each has `mod support;`): a private
+//! `redis-server`, Redis statistics, CPU accounting from `/proc`, the
+//! closed-loop throughput run and options of `redis_throughput` and
+//! `cluster_throughput`, and small statistics helpers. Not a bench target:
+//! Cargo takes `benches/*.rs` and `benches/*/main.rs` as targets, not
+//! `benches/support/mod.rs`.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A `redis-server` of our own on a free loopback port (killed on drop), or
@@ -249,6 +254,85 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The options of the closed-loop tools (`redis_throughput`,
+/// `cluster_throughput`).
+pub struct RunArgs {
+    pub tasks: usize,
+    pub secs: f64,
+    pub runs: usize,
+    /// `--connections N`, where the tool takes it.
+    pub connections: Option<usize>,
+}
+
+impl RunArgs {
+    /// `--tasks N` (64), `--secs S` (3), `--runs N` (3), and with
+    /// `connections` also `--connections N`; the `--bench` that `cargo bench`
+    /// passes is ignored.
+    pub fn parse(connections: bool) -> RunArgs {
+        let mut a = RunArgs {
+            tasks: 64,
+            secs: 3.0,
+            runs: 3,
+            connections: None,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let mut value = || it.next().expect("a value after the flag");
+            match flag.as_str() {
+                "--tasks" => a.tasks = value().parse().expect("--tasks N"),
+                "--secs" => a.secs = value().parse().expect("--secs S"),
+                "--runs" => a.runs = value().parse().expect("--runs N"),
+                "--connections" if connections => {
+                    a.connections = Some(value().parse().expect("--connections N"))
+                }
+                "--bench" => {}
+                other => panic!(
+                    "unknown argument {other}; use --tasks N, --secs S, --runs N{}",
+                    if connections { ", --connections N" } else { "" }
+                ),
+            }
+        }
+        a
+    }
+}
+
+/// Runs `tasks` tasks calling `one(task, i)` in a loop for `secs`; returns
+/// decisions per second.
+pub async fn measure<F, Fut>(tasks: usize, secs: f64, one: F) -> f64
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let one = Arc::new(one);
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    // Warm up: connections made, scripts loaded (a tool with more to warm,
+    // such as every shard of a cluster, does that first).
+    for t in 0..tasks.min(8) {
+        one(t, 0).await;
+    }
+    let start = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let (one, stop, count) = (one.clone(), stop.clone(), count.clone());
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    one(t, i).await;
+                    i += 1;
+                }
+                count.fetch_add(i, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.await.expect("task");
+    }
+    count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+}
+
 /// The `q`-quantile (0..=1) of sorted values, nearest rank.
 pub fn quantile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
@@ -275,7 +359,7 @@ impl Rng {
     }
 }
 
-/// Milliseconds since the Unix epoch (the seed scripts' `now`).
+/// Milliseconds since the Unix epoch (the textbook scripts' `now`).
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -9,46 +9,37 @@
 //! ```text
 //! FLOODGATE_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 \
 //! REDIS_URL=redis://127.0.0.1:7100 \
-//!     cargo run --release --example cluster_throughput             # 64 tasks, 3 runs of 3 s
-//! ... cargo run --release --example cluster_throughput -- --tasks 16 --secs 2 --runs 5
+//!     cargo bench --bench cluster_throughput             # 64 tasks, 3 runs of 3 s
+//! ... cargo bench --bench cluster_throughput -- --tasks 16 --secs 2 --runs 5
 //! ```
+//!
+//! Without `FLOODGATE_CLUSTER_NODES` it prints its usage and exits with
+//! status 0, measuring nothing (a plain `cargo bench` runs every bench
+//! target and goes on to the next).
 //!
 //! Keys: each task charges its own 16 keys in turn (1024 keys at 64 tasks,
 //! spread over all shards), on a token bucket large enough that almost
 //! everything is admitted. Any store error or timeout aborts the run.
 
+mod support;
+
 use floodgate::algorithm::TokenBucket;
 use floodgate::failure::{CircuitBreaker, FailurePolicy};
 use floodgate::store::{RedisClusterStore, RedisStore, Store};
 use floodgate::Limiter;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::{measure, median, RunArgs};
 
-struct Args {
-    tasks: usize,
-    secs: f64,
-    runs: usize,
-}
-
-fn args() -> Args {
-    let mut a = Args {
-        tasks: 64,
-        secs: 3.0,
-        runs: 3,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().expect("a value after the flag");
-        match flag.as_str() {
-            "--tasks" => a.tasks = value().parse().expect("--tasks N"),
-            "--secs" => a.secs = value().parse().expect("--secs S"),
-            "--runs" => a.runs = value().parse().expect("--runs N"),
-            other => panic!("unknown argument {other}"),
-        }
-    }
-    a
-}
+const USAGE: &str = "\
+cluster_throughput: FLOODGATE_CLUSTER_NODES is not set, nothing measured.
+usage: FLOODGATE_CLUSTER_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001 \\
+       [REDIS_URL=redis://127.0.0.1:7100] \\
+       cargo bench --bench cluster_throughput [-- --tasks N --secs S --runs N]
+  FLOODGATE_CLUSTER_NODES  comma-separated redis:// URLs of nodes of a running cluster
+                           (this tool starts none; BENCHMARKS.md shows how)
+  REDIS_URL                optional: a single Redis, measured in the same runs
+  --tasks N (64), --secs S (3), --runs N (3)";
 
 fn limiter(store: impl Into<Store>) -> Limiter<TokenBucket> {
     Limiter::builder(store, TokenBucket::new(1 << 30, 1e9))
@@ -62,45 +53,31 @@ fn limiter(store: impl Into<Store>) -> Limiter<TokenBucket> {
 }
 
 /// `tasks` tasks calling `check` in a loop for `secs`; decisions per second.
-async fn measure(limiter: &Limiter<TokenBucket>, keys: &Arc<Vec<String>>, a: &Args) -> f64 {
+async fn throughput(limiter: &Limiter<TokenBucket>, keys: &Arc<Vec<String>>, a: &RunArgs) -> f64 {
     // Warm up: connections made, scripts loaded on every shard.
     for k in keys.iter().take(64) {
         limiter.check(k, 1).await.expect("decision");
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
-    let start = Instant::now();
-    let handles: Vec<_> = (0..a.tasks)
-        .map(|t| {
-            let (l, k, stop, count) = (limiter.clone(), keys.clone(), stop.clone(), count.clone());
-            tokio::spawn(async move {
-                let mut i = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    l.check(&k[t * 16 + i % 16], 1).await.expect("decision");
-                    i += 1;
-                }
-                count.fetch_add(i as u64, Ordering::Relaxed);
-            })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs_f64(a.secs)).await;
-    stop.store(true, Ordering::Relaxed);
-    for h in handles {
-        h.await.expect("task");
-    }
-    count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    let (l, k) = (limiter.clone(), keys.clone());
+    measure(a.tasks, a.secs, move |t, i| {
+        let (l, k) = (l.clone(), k.clone());
+        async move {
+            l.check(&k[t * 16 + (i % 16) as usize], 1)
+                .await
+                .expect("decision");
+        }
+    })
+    .await
 }
 
 #[tokio::main]
 async fn main() {
-    let a = args();
-    let nodes: Vec<String> = std::env::var("FLOODGATE_CLUSTER_NODES")
-        .expect("FLOODGATE_CLUSTER_NODES: comma-separated redis:// URLs of cluster nodes")
+    let a = RunArgs::parse(false);
+    let Ok(nodes) = std::env::var("FLOODGATE_CLUSTER_NODES") else {
+        eprintln!("{USAGE}");
+        return;
+    };
+    let nodes: Vec<String> = nodes
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
@@ -114,7 +91,7 @@ async fn main() {
         Arc::new((0..a.tasks * 16).map(|i| format!("client-{i}")).collect());
 
     println!(
-        "nproc {}, {} tasks, {} runs of {} s, cluster seeds {}, single {}",
+        "nproc {}, {} tasks, {} runs of {} s, cluster nodes {}, single {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         a.tasks,
         a.runs,
@@ -124,22 +101,22 @@ async fn main() {
     );
     let (mut on_cluster, mut on_single) = (Vec::new(), Vec::new());
     for run in 1..=a.runs {
-        let c = measure(&cluster, &keys, &a).await;
+        let c = throughput(&cluster, &keys, &a).await;
         on_cluster.push(c);
         match &single {
             Some(s) => {
-                let s = measure(s, &keys, &a).await;
+                let s = throughput(s, &keys, &a).await;
                 on_single.push(s);
                 println!("run {run}: cluster {c:>9.0}/s   single node {s:>9.0}/s");
             }
             None => println!("run {run}: cluster {c:>9.0}/s"),
         }
     }
-    let c = median(on_cluster);
+    let c = median(&on_cluster);
     if on_single.is_empty() {
         println!("median: cluster {c:.0}/s");
     } else {
-        let s = median(on_single);
+        let s = median(&on_single);
         println!(
             "median: cluster {c:.0}/s, single node {s:.0}/s, ratio {:.2}",
             c / s

@@ -3,10 +3,10 @@
 //! `BENCHMARKS.md`.
 //!
 //! ```text
-//! cargo run --release --example redis_throughput              # 64 tasks, 3 runs of 3 s
-//! cargo run --release --example redis_throughput -- --tasks 16 --secs 2 --runs 5
-//! cargo run --release --example redis_throughput -- --connections 1
-//! REDIS_URL=redis://127.0.0.1:6380 cargo run --release --example redis_throughput
+//! cargo bench --bench redis_throughput              # 64 tasks, 3 runs of 3 s
+//! cargo bench --bench redis_throughput -- --tasks 16 --secs 2 --runs 5
+//! cargo bench --bench redis_throughput -- --connections 1
+//! REDIS_URL=redis://127.0.0.1:6380 cargo bench --bench redis_throughput
 //! ```
 //!
 //! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
@@ -24,127 +24,16 @@
 //! Keys: each task charges its own 16 keys in turn (1024 keys at 64 tasks),
 //! on a token bucket large enough that almost everything is admitted.
 
+mod support;
+
 use floodgate::algorithm::TokenBucket;
 use floodgate::failure::FailurePolicy;
 use floodgate::store::RedisStore;
 use floodgate::Limiter;
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-struct Args {
-    tasks: usize,
-    secs: f64,
-    runs: usize,
-    connections: Option<usize>,
-}
-
-fn args() -> Args {
-    let mut a = Args {
-        tasks: 64,
-        secs: 3.0,
-        runs: 3,
-        connections: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().expect("a value after the flag");
-        match flag.as_str() {
-            "--tasks" => a.tasks = value().parse().expect("--tasks N"),
-            "--secs" => a.secs = value().parse().expect("--secs S"),
-            "--runs" => a.runs = value().parse().expect("--runs N"),
-            "--connections" => a.connections = Some(value().parse().expect("--connections N")),
-            other => panic!("unknown argument {other}"),
-        }
-    }
-    a
-}
-
-/// A `redis-server` child on a free port, killed on drop.
-struct Server {
-    child: Child,
-    dir: std::path::PathBuf,
-    url: String,
-}
-
-impl Server {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let dir = std::env::temp_dir().join(format!("floodgate-bench-{port}"));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server on PATH (apt-get install redis-server)");
-        let url = format!("redis://127.0.0.1:{port}");
-        let client = redis::Client::open(url.as_str()).expect("url");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while client
-            .get_connection()
-            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "redis-server not ready");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Self { child, dir, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Runs `tasks` tasks calling `one(task, i)` in a loop for `secs`; returns
-/// decisions per second.
-async fn measure<F, Fut>(tasks: usize, secs: f64, one: F) -> f64
-where
-    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let one = Arc::new(one);
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
-    // Warm up: connections made, scripts loaded.
-    for t in 0..tasks.min(8) {
-        one(t, 0).await;
-    }
-    let start = Instant::now();
-    let handles: Vec<_> = (0..tasks)
-        .map(|t| {
-            let (one, stop, count) = (one.clone(), stop.clone(), count.clone());
-            tokio::spawn(async move {
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    one(t, i).await;
-                    i += 1;
-                }
-                count.fetch_add(i, Ordering::Relaxed);
-            })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
-    stop.store(true, Ordering::Relaxed);
-    for h in handles {
-        h.await.expect("task");
-    }
-    count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
-}
+use std::time::Duration;
+use support::{measure, median, Redis, RunArgs};
 
 /// The name of the function library the limiter loaded (`floodgate_<sha>`).
 async fn library_name(conn: &mut redis::aio::MultiplexedConnection) -> String {
@@ -161,15 +50,10 @@ async fn library_name(conn: &mut redis::aio::MultiplexedConnection) -> String {
         .expect("floodgate's library, loaded by the limiter's first decision")
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 #[tokio::main]
 async fn main() {
-    let a = args();
-    let server = std::env::var("REDIS_URL").is_err().then(Server::start);
+    let a = RunArgs::parse(true);
+    let server = std::env::var("REDIS_URL").is_err().then(Redis::start);
     let url = std::env::var("REDIS_URL")
         .ok()
         .or_else(|| server.as_ref().map(|s| s.url.clone()))
@@ -270,7 +154,7 @@ async fn main() {
         former.push(r2);
         raw.push(r3);
     }
-    let (m1, m2, m3) = (median(ours), median(former), median(raw));
+    let (m1, m2, m3) = (median(&ours), median(&former), median(&raw));
     println!(
         "median: limiter {m1:.0}/s, pool.get() per call {m2:.0}/s, raw multiplexed {m3:.0}/s; \
          limiter / pool.get() {:.2}, limiter / raw {:.2}",

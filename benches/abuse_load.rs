@@ -2,8 +2,8 @@
 //! local deny cache off and on, in the same run, interleaved.
 //!
 //! ```text
-//! cargo run --release --example abuse_load                 # 3 rounds, ~15 s
-//! cargo run --release --example abuse_load -- --rounds 1   # smoke
+//! cargo bench --bench abuse_load                 # 3 rounds, ~15 s
+//! cargo bench --bench abuse_load -- --rounds 1   # smoke
 //! ```
 //!
 //! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
@@ -20,7 +20,6 @@
 //! proves it): here it answers every repeat denial of a key until the time
 //! the first denial named, an hour away.
 
-#[path = "bench_support/mod.rs"]
 mod support;
 
 use floodgate::algorithm::Gcra;

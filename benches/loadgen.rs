@@ -2,11 +2,11 @@
 //! `redis-benchmark` running floodgate's own `FCALL`, in the same run.
 //!
 //! ```text
-//! cargo run --release --example loadgen                 # ~80 s, one run
-//! cargo run --release --example loadgen -- --runs 3     # medians of 3 runs, ~4 min
-//! cargo run --release --example loadgen -- --quick      # smoke pass, ~20 s
-//! cargo run --release --example loadgen -- --only gcra,token_bucket --no-deny
-//! REDIS_URL=redis://127.0.0.1:7000 cargo run --release --example loadgen   # existing server
+//! cargo bench --bench loadgen                 # ~80 s, one run
+//! cargo bench --bench loadgen -- --runs 3     # medians of 3 runs, ~4 min
+//! cargo bench --bench loadgen -- --quick      # smoke pass, ~20 s
+//! cargo bench --bench loadgen -- --only gcra,token_bucket --no-deny
+//! REDIS_URL=redis://127.0.0.1:7000 cargo bench --bench loadgen   # existing server
 //! ```
 //!
 //! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
@@ -35,19 +35,19 @@
 //!    *scheduled* start, so a stalled client is not hidden (no coordinated
 //!    omission).
 //! 6. **server CPU per decision**: the captured floodgate command and the
-//!    seed's script of the same algorithm (`tests/baseline/`), each driven by
-//!    the same client (64 tasks on one multiplexed connection, same key
-//!    sequence, same count, now from the client clock for the seed) after
-//!    `CONFIG RESETSTAT`; `usec_per_call` of `fcall` (floodgate) and
-//!    `evalsha` (seed) from `INFO commandstats`, the lower of two alternated
-//!    rounds each. floodgate is driven twice: as captured (`now` = '', Redis
-//!    reads TIME) and with the client's `now` as the seed gets it (like for
-//!    like).
+//!    textbook script of the same algorithm (`tests/baseline/textbook_*.lua`:
+//!    the plain scripts, e.g. `INCR` + `PEXPIRE` for the fixed window), each
+//!    driven by the same client (64 tasks on one multiplexed connection, same
+//!    key sequence, same count, now from the client clock for the textbook
+//!    script) after `CONFIG RESETSTAT`; `usec_per_call` of `fcall`
+//!    (floodgate) and `evalsha` (textbook) from `INFO commandstats`, the
+//!    lower of two alternated rounds each. floodgate is driven twice: as
+//!    captured (`now` = '', Redis reads TIME) and with the client's `now` as
+//!    the textbook script gets it (like for like).
 //!
 //! Client, `redis-benchmark` and `redis-server` share the machine's cores
 //! (`nproc` is printed): compare the ratios, not the absolute numbers.
 
-#[path = "bench_support/mod.rs"]
 mod support;
 
 use floodgate::algorithm::{
@@ -151,37 +151,38 @@ impl Opts {
     }
 }
 
-/// One algorithm: its name, the seed script of the same kind, and how the
-/// seed's ARGV is made for a call (`limit, window` or `capacity, rate`).
+/// One algorithm: its name and the textbook script of the same kind
+/// (`textbook_cmd` gives that script its own ARGV: `limit, window` or
+/// `capacity, rate`).
 struct Alg {
     name: &'static str,
-    seed: &'static str,
+    textbook: &'static str,
 }
 
 const ALGS: [Alg; 6] = [
     Alg {
         name: "fixed_window",
-        seed: "seed_fixed_window",
+        textbook: "textbook_fixed_window",
     },
     Alg {
         name: "sliding_log",
-        seed: "seed_sliding_log",
+        textbook: "textbook_sliding_log",
     },
     Alg {
         name: "sliding_window",
-        seed: "seed_sliding_window",
+        textbook: "textbook_sliding_window",
     },
     Alg {
         name: "token_bucket",
-        seed: "seed_token_bucket",
+        textbook: "textbook_token_bucket",
     },
     Alg {
         name: "leaky_bucket",
-        seed: "seed_token_bucket",
+        textbook: "textbook_token_bucket",
     },
     Alg {
         name: "gcra",
-        seed: "seed_token_bucket",
+        textbook: "textbook_token_bucket",
     },
 ];
 
@@ -516,7 +517,8 @@ fn first_int(v: &redis::Value) -> Option<i64> {
 }
 
 /// The captured call for key `k`; with `client_now`, ARGV[1] (`now`, ''
-/// for Redis' clock) is this client's clock instead, as the seed gets it.
+/// for Redis' clock) is this client's clock instead, as the textbook
+/// script gets it.
 fn floodgate_cmd(
     c: &Captured,
     client_now: bool,
@@ -536,24 +538,24 @@ fn floodgate_cmd(
     })
 }
 
-/// The seed's script call for the same traffic: its own ARGV layout, `now`
-/// from this client's clock as the seed did.
-fn seed_cmd(
-    seed: &str,
+/// The textbook script's call for the same traffic: its own ARGV layout,
+/// `now` from this client's clock, as the textbook script expects.
+fn textbook_cmd(
+    script: &str,
     sha: String,
     t: Traffic,
 ) -> Arc<dyn Fn(u64, usize) -> redis::Cmd + Send + Sync> {
     let (limit, window) = quota(t);
     let window_ms = window.as_millis() as u64;
     let rate = limit as f64 * 1000.0 / window_ms as f64;
-    let seed = seed.to_string();
+    let script = script.to_string();
     Arc::new(move |i, k| {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&sha).arg(1).arg(format!("seed:{seed}:{{{k:012}}}"));
+        cmd.arg(&sha).arg(1).arg(format!("{script}:{{{k:012}}}"));
         let now = support::now_ms();
-        match seed.as_str() {
-            "seed_token_bucket" => cmd.arg(limit).arg(rate.to_string()).arg(now).arg(1),
-            "seed_sliding_log" => cmd.arg(limit).arg(window_ms).arg(now).arg(format!("r{i}")),
+        match script.as_str() {
+            "textbook_token_bucket" => cmd.arg(limit).arg(rate.to_string()).arg(now).arg(1),
+            "textbook_sliding_log" => cmd.arg(limit).arg(window_ms).arg(now).arg(format!("r{i}")),
             _ => cmd.arg(limit).arg(window_ms).arg(now),
         };
         cmd
@@ -594,9 +596,9 @@ struct Row {
     lat_rate: f64,
     usec_fg: f64,
     usec_fg_now: f64,
-    usec_seed: f64,
+    usec_textbook: f64,
     admitted_fg_drv: f64,
-    admitted_seed_drv: f64,
+    admitted_textbook_drv: f64,
 }
 
 fn main() {
@@ -632,13 +634,13 @@ fn main() {
     );
     println!("load average at start: {}", support::loadavg());
 
-    // The seed scripts, loaded once (FLUSHALL keeps scripts and functions).
-    let seed_sha = |name: &str| -> String {
+    // The textbook scripts, loaded once (FLUSHALL keeps scripts and functions).
+    let textbook_sha = |name: &str| -> String {
         let src = std::fs::read_to_string(format!(
             "{}/tests/baseline/{name}.lua",
             env!("CARGO_MANIFEST_DIR")
         ))
-        .expect("seed script");
+        .expect("a textbook script in tests/baseline/");
         redis.cmd(&["SCRIPT", "LOAD", &src])
     };
 
@@ -720,11 +722,11 @@ fn main() {
                 }
 
                 // (e): server CPU per call, floodgate's call (Redis' clock,
-                // then the client's) vs the seed's, alternated twice; the
+                // then the client's) vs the textbook script's, alternated twice; the
                 // lower of each (preemption of redis-server by other
                 // processes only ever adds).
                 let calls = opts.driver_calls();
-                let seed = seed_cmd(alg.seed, seed_sha(alg.seed), t);
+                let textbook = textbook_cmd(alg.textbook, textbook_sha(alg.textbook), t);
                 let (mut uf, mut un, mut us) = (f64::MAX, f64::MAX, f64::MAX);
                 for _ in 0..2 {
                     let (u, a) =
@@ -734,16 +736,16 @@ fn main() {
                     let (u, _) =
                         usec_per_call(&rt, &redis, calls, "fcall", floodgate_cmd(&cap, true));
                     un = un.min(u);
-                    let (u, a) = usec_per_call(&rt, &redis, calls, "evalsha", seed.clone());
+                    let (u, a) = usec_per_call(&rt, &redis, calls, "evalsha", textbook.clone());
                     us = us.min(u);
-                    row.admitted_seed_drv = a;
+                    row.admitted_textbook_drv = a;
                 }
                 row.usec_fg = uf;
                 row.usec_fg_now = un;
-                row.usec_seed = us;
+                row.usec_textbook = us;
 
                 eprintln!(
-                    "  run {} {:<14} {:<5} rb-P16 {:>8} rb-P1 {:>8} floodgate {:>8} p99 {:.2} ms  usec {:.2} (client now {:.2}) vs seed {:.2}",
+                    "  run {} {:<14} {:<5} rb-P16 {:>8} rb-P1 {:>8} floodgate {:>8} p99 {:.2} ms  usec {:.2} (client now {:.2}) vs textbook {:.2}",
                     run + 1,
                     alg.name,
                     t.name(),
@@ -753,7 +755,7 @@ fn main() {
                     row.p99_sched,
                     row.usec_fg,
                     row.usec_fg_now,
-                    row.usec_seed
+                    row.usec_textbook
                 );
                 rows.push((alg.name.to_string(), t, row));
             }
@@ -785,7 +787,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         }
     );
     println!();
-    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | admitted | FCALL + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate (TIME) | floodgate (client now) | seed | × seed, like for like (≤ 1.0) | × seed, TIME |", opts.latency_at);
+    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | admitted | FCALL + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate (TIME) | floodgate (client now) | textbook | × textbook, like for like (≤ 1.0) | × textbook, TIME |", opts.latency_at);
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let n = results[0].len();
     for i in 0..n {
@@ -800,9 +802,9 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         let r1 = col(&|r| r.fg / r.rb_p1);
         let uf = col(&|r| r.usec_fg);
         let un = col(&|r| r.usec_fg_now);
-        let us = col(&|r| r.usec_seed);
-        let ur = col(&|r| r.usec_fg_now / r.usec_seed);
-        let urt = col(&|r| r.usec_fg / r.usec_seed);
+        let us = col(&|r| r.usec_textbook);
+        let ur = col(&|r| r.usec_fg_now / r.usec_textbook);
+        let urt = col(&|r| r.usec_fg / r.usec_textbook);
         let lat = if *t == Traffic::Admit {
             format!(
                 "{:.2} / {:.2} (at {}/s; p99 from issue {:.2})",
@@ -837,7 +839,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         );
     }
     println!();
-    println!("Admitted share in the server-CPU phase (floodgate / seed), median:");
+    println!("Admitted share in the server-CPU phase (floodgate / textbook), median:");
     for i in 0..n {
         let (name, t, _) = &results[0][i];
         let col = |f: &dyn Fn(&Row) -> f64| -> f64 {
@@ -847,7 +849,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
             "  {name} {}: {:.1}% / {:.1}%; µs/call of floodgate's FCALL under Limiter::check traffic: {:.2}",
             t.name(),
             col(&|r| r.admitted_fg_drv) * 100.0,
-            col(&|r| r.admitted_seed_drv) * 100.0,
+            col(&|r| r.admitted_textbook_drv) * 100.0,
             col(&|r| r.fg_usec_live)
         );
     }
