@@ -26,6 +26,7 @@ use floodgate::algorithm::Gcra;
 use floodgate::failure::FailurePolicy;
 use floodgate::store::RedisStore;
 use floodgate::Limiter;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,7 +54,7 @@ async fn round(redis: &Redis, cache: bool, round: usize) -> (f64, f64) {
         .timeout(Duration::from_secs(5))
         .on_store_failure(FailurePolicy::ReturnError);
     if cache {
-        builder = builder.deny_cache(10_000);
+        builder = builder.deny_cache(NonZeroUsize::new(10_000).unwrap());
     }
     let limiter = builder.build().expect("valid limiter");
     let keys: Arc<Vec<String>> = Arc::new((0..CLIENTS).map(|i| format!("abuser-{i}")).collect());

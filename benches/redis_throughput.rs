@@ -12,12 +12,9 @@
 //! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
 //! port (never the system one on 6379) and stops it at the end.
 //!
-//! Every run measures three clients in turn, so all see the same machine:
+//! Every run measures two clients in turn, so both see the same machine:
 //!
 //! - `limiter`: `Limiter::check` over `RedisStore` as the crate ships it;
-//! - `pool.get()`: the former strategy for comparison, one deadpool-redis
-//!   checkout per decision (which pays a `PING` to recycle the connection)
-//!   and the same `FCALL`;
 //! - `raw multiplexed`: the ceiling, one shared redis-rs
 //!   `MultiplexedConnection` sending the bare `FCALL`, no limiter.
 //!
@@ -61,7 +58,8 @@ async fn main() {
 
     let mut store = RedisStore::from_url(&url).expect("store");
     if let Some(n) = a.connections {
-        store = store.connections(n);
+        store =
+            store.connections(std::num::NonZeroUsize::new(n).expect("--connections at least 1"));
     }
     // Only decisions made by Redis count: a failure is an error (and ends
     // the run), never a fail-open decision.
@@ -77,11 +75,6 @@ async fn main() {
             .collect::<Vec<_>>(),
     );
 
-    // The former strategy: a checkout per decision from a deadpool pool.
-    let pool = deadpool_redis::Config::from_url(url.as_str())
-        .create_pool(Some(deadpool_redis::Runtime::Tokio1))
-        .expect("pool");
-
     println!(
         "nproc {}, {} tasks, {} runs of {} s, redis {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -96,8 +89,8 @@ async fn main() {
         .get_multiplexed_async_connection()
         .await
         .expect("connection");
-    // The limiter's first decision loads floodgate's library; the other two
-    // clients call the same function by its name.
+    // The limiter's first decision loads floodgate's library; the raw
+    // client calls the same function by its name.
     limiter
         .check("warm-up", 1)
         .await
@@ -116,7 +109,7 @@ async fn main() {
             .arg("1000000000");
         cmd
     };
-    let (mut ours, mut former, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours, mut raw) = (Vec::new(), Vec::new());
     for run in 1..=a.runs {
         let (l, k) = (limiter.clone(), keys.clone());
         let r1 = measure(a.tasks, a.secs, move |t, i| {
@@ -128,18 +121,8 @@ async fn main() {
             }
         })
         .await;
-        let (p, f, k) = (pool.clone(), function.clone(), keys.clone());
-        let r2 = measure(a.tasks, a.secs, move |t, i| {
-            let (p, f, k) = (p.clone(), f.clone(), k.clone());
-            async move {
-                let key = format!("floodgate-bench:former:{}", k[t * 16 + (i % 16) as usize]);
-                let mut conn = p.get().await.expect("pool");
-                let _: Vec<i64> = fcall(&f, key).query_async(&mut conn).await.expect("fcall");
-            }
-        })
-        .await;
         let (c, f, k) = (shared.clone(), function.clone(), keys.clone());
-        let r3 = measure(a.tasks, a.secs, move |t, i| {
+        let r2 = measure(a.tasks, a.secs, move |t, i| {
             let (mut c, f, k) = (c.clone(), f.clone(), k.clone());
             async move {
                 let key = format!("floodgate-bench:raw:{}", k[t * 16 + (i % 16) as usize]);
@@ -147,18 +130,13 @@ async fn main() {
             }
         })
         .await;
-        println!(
-            "run {run}: limiter {r1:>7.0}/s   pool.get() per call {r2:>7.0}/s   raw multiplexed {r3:>7.0}/s"
-        );
+        println!("run {run}: limiter {r1:>7.0}/s   raw multiplexed {r2:>7.0}/s");
         ours.push(r1);
-        former.push(r2);
-        raw.push(r3);
+        raw.push(r2);
     }
-    let (m1, m2, m3) = (median(&ours), median(&former), median(&raw));
+    let (m1, m2) = (median(&ours), median(&raw));
     println!(
-        "median: limiter {m1:.0}/s, pool.get() per call {m2:.0}/s, raw multiplexed {m3:.0}/s; \
-         limiter / pool.get() {:.2}, limiter / raw {:.2}",
-        m1 / m2,
-        m1 / m3
+        "median: limiter {m1:.0}/s, raw multiplexed {m2:.0}/s; limiter / raw {:.2}",
+        m1 / m2
     );
 }

@@ -44,14 +44,13 @@ pub enum Plan {
 }
 
 /// The limits of a plan: a budget with bursts, and a daily quota.
-pub fn limits(plan: Plan) -> Limits {
+pub fn limits(plan: Plan) -> Result<Limits, ConfigError> {
     let (burst, per_sec, day) = match plan {
         Plan::Free => (100, 10.0, 5_000),
         Plan::Pro => (1_000, 100.0, 100_000),
     };
-    Limits::new()
-        .with("budget", TokenBucket::new(burst, per_sec))
-        .with("day", FixedWindow::new(day, DAY))
+    Limits::new("budget", TokenBucket::new(burst, per_sec))
+        .try_with("day", FixedWindow::new(day, DAY))
 }
 
 /// A stand-in for an authentication layer: it finds the customer's plan.
@@ -67,17 +66,19 @@ async fn auth(mut req: Request, next: Next) -> axum::response::Response {
 
 /// The app over `store`; the tests build it too.
 pub fn app(store: Store) -> Result<Router, ConfigError> {
-    let budget = Limiter::builder(store.clone(), limits(Plan::Free))
+    let budget = Limiter::builder(store.clone(), limits(Plan::Free)?)
         .name("api-key")
         .build()?;
-    // The quota is resolved per request from the plan: no limiter per tier.
-    let per_key = RateLimitLayer::new(budget, Header::try_new("x-api-key")?).quota(|req| match req
-        .extensions()
-        .get::<Plan>()?
-    {
-        Plan::Free => None,
-        Plan::Pro => Some(limits(Plan::Pro)),
-    });
+    // The limits are resolved per request from the plan: no limiter per tier.
+    let pro = limits(Plan::Pro)?;
+    let per_key =
+        RateLimitLayer::new(budget, Header::try_new("x-api-key")?).limits_for(move |req| match req
+            .extensions()
+            .get::<Plan>()?
+        {
+            Plan::Free => None,
+            Plan::Pro => Some(pro.clone()),
+        });
     let logins = Limiter::builder(store, SlidingLog::new(5, Duration::from_secs(60)))
         .name("login")
         .build()?;

@@ -1,16 +1,21 @@
-//! Errors: configuration errors that name the field, and runtime errors.
+//! Errors: configuration errors that name the field, and the error of a
+//! decision that could not be made.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// An invalid configuration value. The message names the field and says why.
+///
+/// Returned when something is built (`try_new`, a builder's `build`): a
+/// configuration that was built never fails a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     field: &'static str,
-    reason: String,
+    reason: Cow<'static, str>,
 }
 
 impl ConfigError {
-    pub(crate) fn new(field: &'static str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(field: &'static str, reason: impl Into<Cow<'static, str>>) -> Self {
         Self {
             field,
             reason: reason.into(),
@@ -31,11 +36,12 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// A decision could not be made.
+/// A decision could not be made: the store failed and the failure policy is
+/// [`ReturnError`](crate::failure::FailurePolicy::ReturnError) (or a
+/// fallback limiter returned this).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
-    /// The configuration is invalid.
-    Config(ConfigError),
     /// The store failed: Redis unreachable, timed out, or answered an error.
     Store(crate::store::StoreError),
 }
@@ -43,7 +49,6 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Config(e) => e.fmt(f),
             Error::Store(e) => write!(f, "rate-limit store: {e}"),
         }
     }
@@ -52,15 +57,8 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Config(e) => Some(e),
             Error::Store(e) => Some(e),
         }
-    }
-}
-
-impl From<ConfigError> for Error {
-    fn from(e: ConfigError) -> Self {
-        Error::Config(e)
     }
 }
 

@@ -3,24 +3,25 @@
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied` |
-//! | `floodgate_degraded_total` | counter | `limiter`: decisions made by the failure policy (store down) |
-//! | `floodgate_cache_hits_total` | counter | `limiter`: denials answered by the local deny cache, without the store (also counted as denied) |
-//! | `floodgate_decision_seconds` | histogram | `limiter`: time to decide, store round trip included (Redis stores only: a memory decision takes about 100 ns, and timing it would cost as much) |
+//! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied`, `reason` = [`Reason::as_str`](crate::Reason::as_str): every charge (`check`, `check_all`, `check_with`, the layers' charges, a concurrency limiter's `acquire`); peeks, refunds and releases are not decisions here |
+//! | `floodgate_degraded_total` | counter | `limiter`: those decisions made by the failure policy (store down) |
+//! | `floodgate_cache_hits_total` | counter | `limiter`: denials answered by the local deny cache, without the store (also counted as decisions) |
+//! | `floodgate_decision_seconds` | histogram | `limiter`: time of every call to a Redis store, round trip included (a memory decision takes about 100 ns, and timing it would cost as much) |
 //!
 //! Install your recorder (e.g. `metrics-exporter-prometheus`) **before**
 //! building limiters: each limiter registers its handles once, when built,
 //! so the hot path does no lookup. Each decision also opens a `tracing` span
 //! `floodgate.decide` at debug level.
 
+use crate::decision::{Decision, Reason};
 use metrics::{Counter, Histogram};
 use std::time::Duration;
 
 /// The handles of one limiter, registered once.
 #[derive(Clone)]
 pub(crate) struct Metrics {
-    allowed: Counter,
-    denied: Counter,
+    /// One per reason, in the order of `Reason::ALL`.
+    decisions: [Counter; 5],
     degraded: Counter,
     cache_hits: Counter,
     latency: Histogram,
@@ -28,37 +29,39 @@ pub(crate) struct Metrics {
 
 impl Metrics {
     pub(crate) fn new(limiter: &str) -> Self {
-        let name = limiter.to_string();
+        let counter = |reason: Reason| {
+            let outcome = match reason {
+                Reason::WithinLimit | Reason::FailOpen => "allowed",
+                _ => "denied",
+            };
+            metrics::counter!("floodgate_decisions_total", "limiter" => limiter.to_owned(), "outcome" => outcome, "reason" => reason.as_str())
+        };
         Self {
-            allowed: metrics::counter!("floodgate_decisions_total", "limiter" => name.clone(), "outcome" => "allowed"),
-            denied: metrics::counter!("floodgate_decisions_total", "limiter" => name.clone(), "outcome" => "denied"),
-            degraded: metrics::counter!("floodgate_degraded_total", "limiter" => name.clone()),
-            cache_hits: metrics::counter!("floodgate_cache_hits_total", "limiter" => name.clone()),
-            latency: metrics::histogram!("floodgate_decision_seconds", "limiter" => name),
+            decisions: Reason::ALL.map(counter),
+            degraded: metrics::counter!("floodgate_degraded_total", "limiter" => limiter.to_owned()),
+            cache_hits: metrics::counter!("floodgate_cache_hits_total", "limiter" => limiter.to_owned()),
+            latency: metrics::histogram!("floodgate_decision_seconds", "limiter" => limiter.to_owned()),
         }
     }
 
-    /// A decision of a remote store, and how long it took.
-    pub(crate) fn decided(&self, allowed: bool, degraded: bool, took: Duration) {
-        self.counted(allowed);
-        if degraded {
+    /// A charging decision.
+    #[inline]
+    pub(crate) fn decided(&self, d: &Decision) {
+        self.decisions[d.reason.index()].increment(1);
+        if d.degraded {
             self.degraded.increment(1);
         }
+    }
+
+    /// How long a call to a store that waits took.
+    pub(crate) fn timed(&self, took: Duration) {
         self.latency.record(took.as_secs_f64());
     }
 
-    /// A decision of the memory store: counted, not timed.
-    pub(crate) fn counted(&self, allowed: bool) {
-        if allowed {
-            self.allowed.increment(1);
-        } else {
-            self.denied.increment(1);
-        }
-    }
-
-    pub(crate) fn cache_hit(&self) {
+    /// A denial answered by the deny cache.
+    pub(crate) fn cache_hit(&self, d: &Decision) {
         self.cache_hits.increment(1);
-        self.denied.increment(1);
+        self.decided(d);
     }
 }
 

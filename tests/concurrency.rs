@@ -93,11 +93,16 @@ fn cases() -> Vec<Case> {
         case("gcra", Gcra::new(LIMIT, minute)),
         // An interval that is no whole number of ms (60 000 / 70): the TAT
         // accumulates float rounding over the burst.
-        case("gcra_odd_interval", Gcra::new(70, minute).burst(LIMIT)),
+        case(
+            "gcra_odd_interval",
+            Gcra::new(70, minute).try_burst(LIMIT).unwrap(),
+        ),
         // A burst of a different size than the limit.
         case(
             "gcra_burst",
-            Gcra::new(7, Duration::from_secs(1)).burst(LIMIT),
+            Gcra::new(7, Duration::from_secs(1))
+                .try_burst(LIMIT)
+                .unwrap(),
         ),
     ]
 }

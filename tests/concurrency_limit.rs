@@ -7,8 +7,9 @@ mod common;
 use axum::{routing::get, Router};
 use common::RedisServer;
 use floodgate::clock::ManualClock;
-use floodgate::concurrency::{ConcurrencyLimitLayer, ConcurrencyLimiter};
+use floodgate::concurrency::ConcurrencyLimiter;
 use floodgate::key::Global;
+use floodgate::layer::ConcurrencyLimitLayer;
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -44,10 +45,10 @@ async fn slots_are_shared_across_servers_and_released() {
         let (a, b) = (limiter(&stores[0]), limiter(&stores[1]));
         let p1 = a.acquire("ana").await.unwrap().unwrap();
         let p2 = b.acquire("ana").await.unwrap().unwrap();
-        assert!(a.acquire("ana").await.unwrap().is_none());
-        assert!(b.acquire("ana").await.unwrap().is_none());
+        assert!(a.acquire("ana").await.unwrap().is_err());
+        assert!(b.acquire("ana").await.unwrap().is_err());
         assert!(
-            a.acquire("bob").await.unwrap().is_some(),
+            a.acquire("bob").await.unwrap().is_ok(),
             "another key has its own slots"
         );
         assert_eq!(a.in_flight("ana").await.unwrap(), 2);
@@ -83,14 +84,14 @@ async fn a_crashed_server_leaks_its_slot_only_until_the_lease_expires() {
                 .unwrap()
         };
         let (crashing, survivor) = (build(&stores[0]), build(&stores[1]));
-        // The permit is never released: its server "crashed".
+        // The lease is never released: its server "crashed".
         std::mem::forget(crashing.acquire("job").await.unwrap().unwrap());
-        assert!(survivor.acquire("job").await.unwrap().is_none());
+        assert!(survivor.acquire("job").await.unwrap().is_err());
         clock.advance(Duration::from_millis(29_999));
-        assert!(survivor.acquire("job").await.unwrap().is_none());
+        assert!(survivor.acquire("job").await.unwrap().is_err());
         clock.advance(Duration::from_millis(1));
         assert!(
-            survivor.acquire("job").await.unwrap().is_some(),
+            survivor.acquire("job").await.unwrap().is_ok(),
             "the lease expired"
         );
     })

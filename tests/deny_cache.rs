@@ -11,6 +11,7 @@ use floodgate::store::RedisStore;
 use floodgate::Limiter;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -51,7 +52,13 @@ fn same_answers<A: Algorithm>(
             .clock(clock.clone())
             .on_store_failure(FailurePolicy::ReturnError)
             .timeout(Duration::from_secs(5));
-        if cache { b.deny_cache(1000) } else { b }.build().unwrap()
+        if cache {
+            b.deny_cache(NonZeroUsize::new(1000).unwrap())
+        } else {
+            b
+        }
+        .build()
+        .unwrap()
     };
     let (cached, plain) = (
         build(format!("c{case}"), true),
@@ -119,11 +126,11 @@ fn never_denies_what_the_store_would_admit() {
         .prop_flat_map(|(c, r)| (Just(TokenBucket::new(c, r as f64 / 3.0)), ops(c))));
     run((1..10u64, 1..40u32).prop_flat_map(|(c, r)| (Just(LeakyBucket::new(c, r as f64)), ops(c))));
     run((1..10u64, 50..1500u64, 1..10u64)
-        .prop_flat_map(|(l, p, b)| (Just(Gcra::new(l, ms(p)).burst(b)), ops(b))));
+        .prop_flat_map(|(l, p, b)| (Just(Gcra::new(l, ms(p)).try_burst(b).unwrap()), ops(b))));
     run((1..6u64, 2..10u64).prop_flat_map(|(a, b)| {
-        let limits = Limits::new()
-            .with("short", FixedWindow::new(a, ms(300)))
-            .with("long", SlidingLog::new(b, ms(2000)));
+        let limits = Limits::new("short", FixedWindow::new(a, ms(300)))
+            .try_with("long", SlidingLog::new(b, ms(2000)))
+            .unwrap();
         (Just(limits), ops(a))
     }));
 }
@@ -141,9 +148,13 @@ async fn a_client_hammering_while_denied_costs_no_redis_call() {
         .clock(clock.clone())
         .on_store_failure(FailurePolicy::ReturnError)
         .timeout(Duration::from_secs(10));
-        if cache { b.deny_cache(10_000) } else { b }
-            .build()
-            .unwrap()
+        if cache {
+            b.deny_cache(NonZeroUsize::new(10_000).unwrap())
+        } else {
+            b
+        }
+        .build()
+        .unwrap()
     };
     let mut calls = Vec::new();
     for (name, cache) in [("plain", false), ("cached", true)] {
@@ -182,7 +193,7 @@ async fn a_refund_clears_the_cached_denial() {
     .clock(clock)
     .on_store_failure(FailurePolicy::ReturnError)
     .timeout(Duration::from_secs(10))
-    .deny_cache(100)
+    .deny_cache(NonZeroUsize::new(100).unwrap())
     .build()
     .unwrap();
     limiter.check("ana", 2).await.unwrap();

@@ -76,5 +76,5 @@ fn header_key() {
 
 #[test]
 fn storage_key() {
-    run(|data| props::storage_key(data, key::storage_key));
+    run(|data| props::storage_key(data, |p, n, t, u| key::storage_key(&key::head(p, n, t), u)));
 }

@@ -15,7 +15,7 @@ use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::headers::HeaderStyle;
 use floodgate::key::{Header, PeerIp};
-use floodgate::layer::{Cost, RateLimitLayer, Reason};
+use floodgate::layer::{Cost, RateLimitLayer, RejectionKind};
 use floodgate::store::MemoryStore;
 use floodgate::Limiter;
 use reqwest::StatusCode;
@@ -92,10 +92,13 @@ async fn allowed_responses_carry_headers_and_the_next_is_429() {
 async fn sub_second_waits_round_retry_after_up() {
     on_both_stores(|store| async move {
         let clock = ManualClock::new(0);
-        let limiter = Limiter::builder(store, Gcra::new(10, Duration::from_secs(1)).burst(1))
-            .clock(clock.clone())
-            .build()
-            .unwrap();
+        let limiter = Limiter::builder(
+            store,
+            Gcra::new(10, Duration::from_secs(1)).try_burst(1).unwrap(),
+        )
+        .clock(clock.clone())
+        .build()
+        .unwrap();
         let app = Router::new()
             .route("/", get(|| async { "ok" }))
             .layer(RateLimitLayer::new(limiter, PeerIp::new()));
@@ -406,7 +409,7 @@ async fn rejections_can_be_replaced_and_header_styles_chosen() {
         })
         .on_rejection(|rejection| {
             let mut res = rejection.default_response();
-            if let Reason::Limited { .. } = rejection.reason {
+            if let RejectionKind::Limited { .. } = rejection.kind {
                 *res.body_mut() = bytes::Bytes::from_static(b"slow down");
                 res.headers_mut()
                     .insert("content-type", "text/plain".parse().unwrap());

@@ -23,6 +23,7 @@ use floodgate::algorithm::{Algorithm, FixedWindow, SlidingLog, TokenBucket};
 use floodgate::clock::ManualClock;
 use floodgate::store::MemoryStore;
 use floodgate::Limiter;
+use std::num::NonZeroUsize;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -197,7 +198,7 @@ fn full_sliding_logs_memory_per_key_is_bounded() {
 fn max_keys_holds_while_a_spray_passes_and_hot_keys_stay_exact() {
     const MAX: usize = 100_000;
     let n = spray_keys();
-    let store = MemoryStore::with_max_keys(MAX);
+    let store = MemoryStore::with_max_keys(NonZeroUsize::new(MAX).unwrap());
     let clock = ManualClock::new(NOW);
     let spray = Limiter::builder(store.clone(), FixedWindow::new(10, Duration::from_secs(60)))
         .name("spray")
@@ -254,7 +255,7 @@ fn max_keys_holds_while_a_spray_passes_and_hot_keys_stay_exact() {
 fn max_keys_is_exact_when_not_a_multiple_of_the_shards() {
     let clock = ManualClock::new(NOW);
     for max in [1_001, 4_097, 10_007] {
-        let store = MemoryStore::with_max_keys(max);
+        let store = MemoryStore::with_max_keys(NonZeroUsize::new(max).unwrap());
         let l = Limiter::builder(store.clone(), FixedWindow::new(10, Duration::from_secs(60)))
             .clock(clock.clone())
             .build()
@@ -283,7 +284,7 @@ fn new_keys_cost_the_same_when_the_store_is_full() {
     const MAX: usize = 64_000;
     // Enough new keys that every shard goes through a few sweeps.
     const NEW: u64 = 64_000;
-    let store = MemoryStore::with_max_keys(MAX);
+    let store = MemoryStore::with_max_keys(NonZeroUsize::new(MAX).unwrap());
     let limiter = Limiter::builder(store.clone(), FixedWindow::new(10, Duration::from_secs(60)))
         .clock(ManualClock::new(NOW))
         .build()
@@ -310,9 +311,9 @@ fn new_keys_cost_the_same_when_the_store_is_full() {
     // Making room is counted in entries visited, not timed: a sweep of a
     // full shard on every new key would visit a shard (about 2 000 entries)
     // per key; amortized sweeps visit about 2 per key.
-    let before = store.sweep_work();
+    let before = store.stats().swept;
     spray(NEW);
-    let per_key = (store.sweep_work() - before) as f64 / NEW as f64;
+    let per_key = (store.stats().swept - before) as f64 / NEW as f64;
     assert!(
         per_key <= 4.0,
         "sweeps visited {per_key:.1} entries per new key"

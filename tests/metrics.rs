@@ -45,11 +45,15 @@ async fn counters_and_latency_histogram_reach_prometheus() {
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
     assert_eq!(
-        value(r#"floodgate_decisions_total{limiter="per-ip",outcome="denied"}"#),
+        value(
+            r#"floodgate_decisions_total{limiter="per-ip",outcome="denied",reason="over_limit"}"#
+        ),
         denied as f64
     );
     assert_eq!(
-        value(r#"floodgate_decisions_total{limiter="per-ip",outcome="allowed"}"#),
+        value(
+            r#"floodgate_decisions_total{limiter="per-ip",outcome="allowed",reason="within_limit"}"#
+        ),
         (14 - denied) as f64
     );
     // The histogram (a summary by default in this exporter) counts every decision.
@@ -76,12 +80,16 @@ async fn counters_and_latency_histogram_reach_prometheus() {
         line.rsplit(' ').next()?.parse().ok()
     };
     assert_eq!(
-        count(r#"floodgate_decisions_total{limiter="in-memory",outcome="allowed"}"#),
+        count(
+            r#"floodgate_decisions_total{limiter="in-memory",outcome="allowed",reason="within_limit"}"#
+        ),
         Some(2.0),
         "{text}"
     );
     assert_eq!(
-        count(r#"floodgate_decisions_total{limiter="in-memory",outcome="denied"}"#),
+        count(
+            r#"floodgate_decisions_total{limiter="in-memory",outcome="denied",reason="over_limit"}"#
+        ),
         Some(1.0),
         "{text}"
     );

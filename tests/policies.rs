@@ -38,9 +38,9 @@ async fn eventually(mut f: impl AsyncFnMut() -> bool) {
 async fn several_limits_charge_all_or_nothing() {
     on_both_stores(|store| async move {
         let clock = ManualClock::new(0);
-        let limits = Limits::new()
-            .with("second", FixedWindow::new(3, Duration::from_secs(1)))
-            .with("minute", FixedWindow::new(5, MIN));
+        let limits = Limits::new("second", FixedWindow::new(3, Duration::from_secs(1)))
+            .try_with("minute", FixedWindow::new(5, MIN))
+            .unwrap();
         let limiter = Limiter::builder(store, limits)
             .clock(clock.clone())
             .build()
@@ -77,9 +77,9 @@ async fn several_limits_charge_all_or_nothing() {
 async fn several_limits_stay_all_or_nothing_under_concurrency() {
     let redis = RedisServer::start();
     let clock = ManualClock::new(0);
-    let limits = Limits::new()
-        .with("wide", FixedWindow::new(50, MIN))
-        .with("narrow", SlidingLog::new(30, MIN));
+    let limits = Limits::new("wide", FixedWindow::new(50, MIN))
+        .try_with("narrow", SlidingLog::new(30, MIN))
+        .unwrap();
     // Four app servers, each with its own store and connections.
     let limiters: Vec<_> = (0..4)
         .map(|_| {
@@ -111,9 +111,9 @@ async fn several_limits_stay_all_or_nothing_under_concurrency() {
 #[tokio::test]
 async fn headers_list_every_policy_and_report_the_most_restrictive() {
     on_both_stores(|store| async move {
-        let limits = Limits::new()
-            .with("burst", Gcra::new(10, Duration::from_secs(1)))
-            .with("hour", FixedWindow::new(3, Duration::from_secs(3600)));
+        let limits = Limits::new("burst", Gcra::new(10, Duration::from_secs(1)))
+            .try_with("hour", FixedWindow::new(3, Duration::from_secs(3600)))
+            .unwrap();
         let limiter = Limiter::builder(store, limits).name("api").build().unwrap();
         let app = Router::new()
             .route("/", get(|| async { "ok" }))
@@ -147,7 +147,7 @@ async fn quotas_are_resolved_per_request_from_the_plan() {
     on_both_stores(|store| async move {
         let limiter = Limiter::new(store, FixedWindow::new(2, MIN));
         let layer =
-            RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap()).quota(|req| {
+            RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap()).limits_for(|req| {
                 match req.extensions().get::<Plan>()? {
                     Plan::Free => None,
                     Plan::Pro => Some(FixedWindow::new(5, MIN)),

@@ -85,7 +85,7 @@ fn brief(d: Decision) -> (bool, u64, u64, Option<u64>, u64) {
 #[tokio::test]
 async fn gcra_burst_then_steady_rate() {
     // 10 per second: one every 100 ms; burst 3.
-    let g = both(Gcra::new(10, ms(1000)).burst(3));
+    let g = both(Gcra::new(10, ms(1000)).try_burst(3).unwrap());
     assert_eq!(brief(g.at(0).check(1).await), allowed(2, 100, 0));
     assert_eq!(brief(g.at(0).check(1).await), allowed(1, 200, 0));
     assert_eq!(brief(g.at(0).check(1).await), allowed(0, 300, 0));
@@ -101,7 +101,7 @@ async fn gcra_burst_then_steady_rate() {
 
 #[tokio::test]
 async fn gcra_cost_above_burst_never_fits_and_costs_nothing() {
-    let g = both(Gcra::new(10, ms(1000)).burst(3));
+    let g = both(Gcra::new(10, ms(1000)).try_burst(3).unwrap());
     assert_eq!(brief(g.at(0).check(4).await), denied(3, 0, None));
     assert_eq!(brief(g.at(0).check(2).await), allowed(1, 200, 0));
     // Cost 2 with 1 left: wait for one more interval.

@@ -127,23 +127,32 @@ fn any_algorithm() -> impl Strategy<Value = AnyAlg> {
             .prop_map(|(l, w)| AnyAlg::Sliding(SlidingWindow::new(l, Duration::from_millis(w)))),
         (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Token(TokenBucket::new(c, r))),
         (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Leaky(LeakyBucket::new(c, r))),
-        (1..15u64, window(), 1..15u64)
-            .prop_map(|(l, p, b)| AnyAlg::Gcra(Gcra::new(l, Duration::from_millis(p)).burst(b))),
+        (1..15u64, window(), 1..15u64).prop_map(|(l, p, b)| AnyAlg::Gcra(
+            Gcra::new(l, Duration::from_millis(p)).try_burst(b).unwrap()
+        )),
     ]
 }
 
+/// `algs` as limits `p0`, `p1`, ... (at least one).
 fn limits_of(algs: &[AnyAlg]) -> Limits {
-    algs.iter().enumerate().fold(Limits::new(), |acc, (i, a)| {
+    fn add<A: Single>(acc: Option<Limits>, name: &str, a: A) -> Option<Limits> {
+        Some(match acc {
+            None => Limits::new(name, a),
+            Some(acc) => acc.try_with(name, a).unwrap(),
+        })
+    }
+    let limits = algs.iter().enumerate().fold(None, |acc, (i, a)| {
         let name = format!("p{i}");
         match a {
-            AnyAlg::Fixed(x) => acc.with(&name, *x),
-            AnyAlg::Log(x) => acc.with(&name, *x),
-            AnyAlg::Sliding(x) => acc.with(&name, *x),
-            AnyAlg::Token(x) => acc.with(&name, *x),
-            AnyAlg::Leaky(x) => acc.with(&name, *x),
-            AnyAlg::Gcra(x) => acc.with(&name, *x),
+            AnyAlg::Fixed(x) => add(acc, &name, *x),
+            AnyAlg::Log(x) => add(acc, &name, *x),
+            AnyAlg::Sliding(x) => add(acc, &name, *x),
+            AnyAlg::Token(x) => add(acc, &name, *x),
+            AnyAlg::Leaky(x) => add(acc, &name, *x),
+            AnyAlg::Gcra(x) => add(acc, &name, *x),
         }
-    })
+    });
+    limits.expect("at least one algorithm")
 }
 
 #[test]

@@ -7,13 +7,13 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use floodgate::algorithm::Policy;
+use floodgate::algorithm::Quota;
 use floodgate::headers::{
-    retry_after_secs, write_headers_at, HeaderStyle, PolicyReport, ResetUnit, RATELIMIT,
+    retry_after_secs, write_headers_at, HeaderStyle, LimitReport, ResetUnit, RATELIMIT,
     RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET,
 };
 use floodgate::response::{bad_request, service_unavailable, too_many_requests};
-use floodgate::Decision;
+use floodgate::{Decision, Reason};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
@@ -32,6 +32,11 @@ fn decision(allowed: bool, remaining: u64, reset_ms: u64, retry_ms: Option<u64>)
         reset_after: Duration::from_millis(reset_ms),
         retry_after: retry_ms.map(Duration::from_millis),
         delay: Duration::ZERO,
+        reason: match (allowed, retry_ms) {
+            (true, _) => Reason::WithinLimit,
+            (false, Some(_)) => Reason::OverLimit,
+            (false, None) => Reason::CostTooHigh,
+        },
         degraded: false,
     }
 }
@@ -44,9 +49,9 @@ fn denied(retry_ms: Option<u64>) -> Decision {
     decision(false, 0, 60_000, retry_ms)
 }
 
-fn policy(quota: u64, window_ms: u64) -> Policy {
-    Policy {
-        quota,
+fn quota(units: u64, window_ms: u64) -> Quota {
+    Quota {
+        units,
         window: Duration::from_millis(window_ms),
     }
 }
@@ -58,7 +63,7 @@ fn now() -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(1_700_000_000_250)
 }
 
-fn written(style: HeaderStyle, reports: &[PolicyReport<'_>]) -> HeaderMap {
+fn written(style: HeaderStyle, reports: &[LimitReport<'_>]) -> HeaderMap {
     let mut headers = HeaderMap::new();
     write_headers_at(style, reports, now(), &mut headers);
     headers
@@ -134,7 +139,7 @@ fn parser_is_strict() {
 #[test]
 fn ietf_single_policy() {
     let d = allowed(42, 16_200);
-    let reports = [PolicyReport::new("default", policy(100, MINUTE), &d)];
+    let reports = [LimitReport::new("default", quota(100, MINUTE), &d)];
     let headers = written(HeaderStyle::Ietf, &reports);
 
     let p = the_one(field(&headers, &RATELIMIT_POLICY));
@@ -156,9 +161,9 @@ fn ietf_lists_every_policy_and_reports_the_most_restrictive() {
     let hourly = allowed(1, 3_000_000);
     let daily = allowed(500, 80_000_000);
     let reports = [
-        PolicyReport::new("burst", policy(10, 1_000), &burst),
-        PolicyReport::new("hourly", policy(1_000, 3_600_000), &hourly),
-        PolicyReport::new("daily", policy(10_000, 86_400_000), &daily),
+        LimitReport::new("burst", quota(10, 1_000), &burst),
+        LimitReport::new("hourly", quota(1_000, 3_600_000), &hourly),
+        LimitReport::new("daily", quota(10_000, 86_400_000), &daily),
     ];
     let headers = written(HeaderStyle::Ietf, &reports);
 
@@ -185,8 +190,8 @@ fn ietf_tie_on_remaining_reports_the_longest_wait() {
     let short = allowed(0, 1_000);
     let long = allowed(0, 30_000);
     let reports = [
-        PolicyReport::new("short", policy(5, 1_000), &short),
-        PolicyReport::new("long", policy(100, MINUTE), &long),
+        LimitReport::new("short", quota(5, 1_000), &short),
+        LimitReport::new("long", quota(100, MINUTE), &long),
     ];
     let r = the_one(field(&written(HeaderStyle::Ietf, &reports), &RATELIMIT));
     assert_eq!((r.name(), r.int("r"), r.int("t")), ("long", 0, 30));
@@ -198,7 +203,7 @@ fn ietf_denial_reports_the_retry_time_when_it_is_longer() {
     let r = the_one(field(
         &written(
             HeaderStyle::Ietf,
-            &[PolicyReport::new("a", policy(1, 1_000), &a)],
+            &[LimitReport::new("a", quota(1, 1_000), &a)],
         ),
         &RATELIMIT,
     ));
@@ -208,7 +213,7 @@ fn ietf_denial_reports_the_retry_time_when_it_is_longer() {
     let r = the_one(field(
         &written(
             HeaderStyle::Ietf,
-            &[PolicyReport::new("b", policy(1, 1_000), &b)],
+            &[LimitReport::new("b", quota(1, 1_000), &b)],
         ),
         &RATELIMIT,
     ));
@@ -221,8 +226,8 @@ fn ietf_a_denial_outranks_an_admission_with_fewer_remaining() {
     let costly = decision(false, 3, 5_000, Some(4_000));
     let other = allowed(1, 9_000);
     let reports = [
-        PolicyReport::new("other", policy(10, MINUTE), &other),
-        PolicyReport::new("costly", policy(10, MINUTE), &costly),
+        LimitReport::new("other", quota(10, MINUTE), &other),
+        LimitReport::new("costly", quota(10, MINUTE), &costly),
     ];
     let r = the_one(field(&written(HeaderStyle::Ietf, &reports), &RATELIMIT));
     assert_eq!(r.name(), "costly");
@@ -239,7 +244,7 @@ fn ietf_window_is_whole_non_zero_seconds_rounded_up() {
         (1_500, 2),
         (MINUTE, 60),
     ] {
-        let reports = [PolicyReport::new("p", policy(1, window_ms), &d)];
+        let reports = [LimitReport::new("p", quota(1, window_ms), &d)];
         let p = the_one(field(
             &written(HeaderStyle::Ietf, &reports),
             &RATELIMIT_POLICY,
@@ -262,7 +267,7 @@ fn ietf_names_are_escaped_or_sanitized() {
     ];
     let reports: Vec<_> = cases
         .iter()
-        .map(|(name, _)| PolicyReport::new(name, policy(1, 1_000), &d))
+        .map(|(name, _)| LimitReport::new(name, quota(1, 1_000), &d))
         .collect();
     let names: Vec<String> = field(&written(HeaderStyle::Ietf, &reports), &RATELIMIT_POLICY)
         .iter()
@@ -281,13 +286,14 @@ fn ietf_huge_numbers_stay_valid_structured_fields() {
         reset_after: Duration::MAX,
         retry_after: Some(Duration::MAX),
         delay: Duration::ZERO,
+        reason: Reason::OverLimit,
         degraded: false,
     };
-    let p = Policy {
-        quota: u64::MAX,
+    let p = Quota {
+        units: u64::MAX,
         window: Duration::MAX,
     };
-    let headers = written(HeaderStyle::Ietf, &[PolicyReport::new("x", p, &d)]);
+    let headers = written(HeaderStyle::Ietf, &[LimitReport::new("x", p, &d)]);
     let max = 999_999_999_999_999;
     let policy_item = the_one(field(&headers, &RATELIMIT_POLICY));
     assert_eq!((policy_item.int("q"), policy_item.int("w")), (max, max));
@@ -301,7 +307,7 @@ fn ietf_huge_numbers_stay_valid_structured_fields() {
 fn degraded_decisions_write_no_rate_limit_fields() {
     let mut d = denied(Some(1_000));
     d.degraded = true;
-    let reports = [PolicyReport::new("p", policy(10, MINUTE), &d)];
+    let reports = [LimitReport::new("p", quota(10, MINUTE), &d)];
     for style in [
         HeaderStyle::Ietf,
         HeaderStyle::Both,
@@ -323,8 +329,8 @@ fn degraded_decisions_are_left_out_of_a_mix() {
     fallback.degraded = true;
     let shared = allowed(7, 2_000);
     let reports = [
-        PolicyReport::new("fallback", policy(1, 1_000), &fallback),
-        PolicyReport::new("shared", policy(10, MINUTE), &shared),
+        LimitReport::new("fallback", quota(1, 1_000), &fallback),
+        LimitReport::new("shared", quota(10, MINUTE), &shared),
     ];
     let headers = written(HeaderStyle::Ietf, &reports);
     let p = the_one(field(&headers, &RATELIMIT_POLICY));
@@ -338,7 +344,7 @@ fn degraded_decisions_are_left_out_of_a_mix() {
 #[test]
 fn legacy_delta_seconds() {
     let d = allowed(42, 16_200);
-    let reports = [PolicyReport::new("p", policy(100, MINUTE), &d)];
+    let reports = [LimitReport::new("p", quota(100, MINUTE), &d)];
     let headers = written(
         HeaderStyle::Legacy {
             reset: ResetUnit::DeltaSeconds,
@@ -356,7 +362,7 @@ fn legacy_delta_seconds() {
 fn legacy_epoch_seconds() {
     // now is …000.250 s; + 16.2 s = …016.450 s, rounded up.
     let d = allowed(42, 16_200);
-    let reports = [PolicyReport::new("p", policy(100, MINUTE), &d)];
+    let reports = [LimitReport::new("p", quota(100, MINUTE), &d)];
     let headers = written(
         HeaderStyle::Legacy {
             reset: ResetUnit::EpochSeconds,
@@ -368,7 +374,7 @@ fn legacy_epoch_seconds() {
 
     // Nothing used: the quota is already full, reset is "now" (rounded up).
     let fresh = allowed(100, 0);
-    let reports = [PolicyReport::new("p", policy(100, MINUTE), &fresh)];
+    let reports = [LimitReport::new("p", quota(100, MINUTE), &fresh)];
     let headers = written(
         HeaderStyle::Legacy {
             reset: ResetUnit::EpochSeconds,
@@ -386,8 +392,8 @@ fn legacy_reports_the_most_restrictive_policy() {
         ..allowed(2, 4_000)
     };
     let reports = [
-        PolicyReport::new("a", policy(10, MINUTE), &a),
-        PolicyReport::new("b", policy(5, MINUTE), &b),
+        LimitReport::new("a", quota(10, MINUTE), &a),
+        LimitReport::new("b", quota(5, MINUTE), &b),
     ];
     let headers = written(
         HeaderStyle::Legacy {
@@ -403,7 +409,7 @@ fn legacy_reports_the_most_restrictive_policy() {
 #[test]
 fn both_styles_agree_and_none_writes_nothing() {
     let d = decision(false, 0, 3_000, Some(7_100));
-    let reports = [PolicyReport::new("p", policy(100, MINUTE), &d)];
+    let reports = [LimitReport::new("p", quota(100, MINUTE), &d)];
     let headers = written(HeaderStyle::Both, &reports);
     let r = the_one(field(&headers, &RATELIMIT));
     assert_eq!(text(&headers, X_RATELIMIT_RESET), r.int("t").to_string());
@@ -440,7 +446,7 @@ fn retry_after_rounds_up() {
 #[test]
 fn too_many_requests_on_the_wire() {
     let d = decision(false, 0, 60_000, Some(1));
-    let reports = [PolicyReport::new("default", policy(100, MINUTE), &d)];
+    let reports = [LimitReport::new("default", quota(100, MINUTE), &d)];
     let response = too_many_requests(&reports, HeaderStyle::Ietf, now());
     let headers = response.headers();
 
@@ -474,9 +480,9 @@ fn too_many_requests_waits_for_every_denying_policy() {
     let ok = allowed(10, 1_000);
     let hourly = denied(Some(300));
     let reports = [
-        PolicyReport::new("burst", policy(10, 1_000), &burst),
-        PolicyReport::new("ok", policy(10, 1_000), &ok),
-        PolicyReport::new("hourly", policy(1_000, 3_600_000), &hourly),
+        LimitReport::new("burst", quota(10, 1_000), &burst),
+        LimitReport::new("ok", quota(10, 1_000), &ok),
+        LimitReport::new("hourly", quota(1_000, 3_600_000), &hourly),
     ];
     let response = too_many_requests(&reports, HeaderStyle::Ietf, now());
     assert_eq!(text(response.headers(), RETRY_AFTER), "2");
@@ -498,7 +504,7 @@ fn too_many_requests_for_a_cost_that_never_fits_has_no_retry_after() {
         limit: 10,
         ..denied(None)
     };
-    let reports = [PolicyReport::new("uploads", policy(10, MINUTE), &d)];
+    let reports = [LimitReport::new("uploads", quota(10, MINUTE), &d)];
     let response = too_many_requests(&reports, HeaderStyle::Ietf, now());
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(!response.headers().contains_key(RETRY_AFTER));
@@ -510,7 +516,7 @@ fn too_many_requests_for_a_cost_that_never_fits_has_no_retry_after() {
 #[test]
 fn too_many_requests_with_legacy_epoch_headers() {
     let d = decision(false, 0, 59_000, Some(2_500));
-    let reports = [PolicyReport::new("p", policy(100, MINUTE), &d)];
+    let reports = [LimitReport::new("p", quota(100, MINUTE), &d)];
     let response = too_many_requests(
         &reports,
         HeaderStyle::Legacy {
@@ -581,10 +587,11 @@ mod properties {
                 reset_after: Duration::from_nanos(reset_ns),
                 retry_after: retry_ns.map(Duration::from_nanos),
                 delay: Duration::ZERO,
+                reason: if allowed { Reason::WithinLimit } else { Reason::OverLimit },
                 degraded,
             };
-            let p = Policy { quota, window: Duration::from_nanos(window_ns) };
-            let reports = [PolicyReport::new(&name, p, &d)];
+            let p = Quota { units: quota, window: Duration::from_nanos(window_ns) };
+            let reports = [LimitReport::new(&name, p, &d)];
             let response = too_many_requests(&reports, HeaderStyle::Both, now());
             let headers = response.headers();
             prop_assert_eq!(headers.contains_key(RATELIMIT), !degraded);
@@ -655,8 +662,8 @@ mod grpc {
         let burst = denied(Some(1_200));
         let hourly = denied(Some(400));
         let reports = [
-            PolicyReport::new("burst", policy(10, 1_000), &burst),
-            PolicyReport::new("hourly", policy(1_000, 3_600_000), &hourly),
+            LimitReport::new("burst", quota(10, 1_000), &burst),
+            LimitReport::new("hourly", quota(1_000, 3_600_000), &hourly),
         ];
         let response = grpc_resource_exhausted(&reports, HeaderStyle::None, now());
         assert_trailers_only(&response);
@@ -689,7 +696,7 @@ mod grpc {
     #[test]
     fn grpc_message_is_percent_encoded() {
         let d = denied(Some(2_000));
-        let reports = [PolicyReport::new("default", policy(100, MINUTE), &d)];
+        let reports = [LimitReport::new("default", quota(100, MINUTE), &d)];
         let response = grpc_resource_exhausted(&reports, HeaderStyle::None, now());
         let raw = text(response.headers(), "grpc-message");
         assert!(!raw.contains(' ') && !raw.contains('"'), "{raw}");
@@ -711,7 +718,7 @@ mod grpc {
     #[test]
     fn never_fitting_cost_has_no_retry_info_and_asks_not_to_retry() {
         let d = denied(None);
-        let reports = [PolicyReport::new("uploads", policy(10, MINUTE), &d)];
+        let reports = [LimitReport::new("uploads", quota(10, MINUTE), &d)];
         let response = grpc_resource_exhausted(&reports, HeaderStyle::None, now());
         assert_trailers_only(&response);
         assert_eq!(text(response.headers(), "grpc-retry-pushback-ms"), "-1");
@@ -724,7 +731,7 @@ mod grpc {
     #[test]
     fn rate_limit_fields_ride_along_as_metadata() {
         let d = decision(false, 0, 30_000, Some(5_000));
-        let reports = [PolicyReport::new("default", policy(100, MINUTE), &d)];
+        let reports = [LimitReport::new("default", quota(100, MINUTE), &d)];
         let response = grpc_resource_exhausted(&reports, HeaderStyle::Ietf, now());
         assert_trailers_only(&response);
         let r = the_one(field(response.headers(), &RATELIMIT));

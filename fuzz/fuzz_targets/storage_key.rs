@@ -20,4 +20,4 @@ mod props;
 #[path = "../../src/store/key.rs"]
 mod key;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| props::storage_key(data, key::storage_key));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| props::storage_key(data, |p, n, t, u| key::storage_key(&key::head(p, n, t), u)));

@@ -1,50 +1,32 @@
-use super::spec::{floor, reply, Reply, Spec, State, Write, SLACK_MS};
-use super::validate;
-use crate::ConfigError;
-use std::time::Duration;
+use super::spec::{floor, reply, Reply, State, Write, SLACK_MS};
+use super::validate::config_type;
 
-/// Fixed window: one counter per aligned window of time.
-///
-/// The cheapest algorithm, and the loosest: a client that times its bursts
-/// to a window boundary gets up to twice the limit within a moment. Use it
-/// for coarse quotas (per day), where a brief 2× does not matter.
-///
-/// ```
-/// use floodgate::algorithm::FixedWindow;
-/// use std::time::Duration;
-/// let daily = FixedWindow::new(10_000, Duration::from_secs(86_400));
-/// assert!(FixedWindow::try_new(0, Duration::from_secs(1)).is_err());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FixedWindow {
-    limit: u64,
-    window_ms: u64,
-}
-
-impl FixedWindow {
-    /// At most `limit` cost units per aligned `window`.
+config_type! {
+    /// Fixed window: one counter per aligned window of time.
     ///
-    /// # Panics
-    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
-    pub fn new(limit: u64, window: Duration) -> Self {
-        validate::or_panic(Self::try_new(limit, window))
-    }
-
-    /// Like [`new`](Self::new), returning an error that names the invalid
-    /// field: `limit` of 0, `window` under 1 ms or not whole milliseconds.
-    pub fn try_new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
-        Ok(Self {
-            limit: validate::limit("limit", limit)?,
-            window_ms: validate::window("window", window)?,
-        })
-    }
-
-    pub(super) fn to_spec(self) -> Spec {
-        Spec::FixedWindow {
-            limit: self.limit,
-            window_ms: self.window_ms,
-        }
-    }
+    /// The cheapest algorithm, and the loosest: a client that times its bursts
+    /// to a window boundary gets up to twice the limit within a moment. Use it
+    /// for coarse quotas (per day), where a brief 2× does not matter.
+    ///
+    /// ```
+    /// use floodgate::algorithm::FixedWindow;
+    /// use std::time::Duration;
+    /// const DAILY: FixedWindow = FixedWindow::new(10_000, Duration::from_secs(86_400));
+    /// assert!(FixedWindow::try_new(0, Duration::from_secs(1)).is_err());
+    /// ```
+    ///
+    /// An invalid constant is a compile-time error:
+    ///
+    /// ```compile_fail
+    /// use floodgate::algorithm::FixedWindow;
+    /// use std::time::Duration;
+    /// const NONE: FixedWindow = FixedWindow::new(0, Duration::from_secs(1));
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    FixedWindow { limit: u64 = count("limit"), window_ms: u64 = window("window") }
+    new(limit: u64, window: std::time::Duration)
+        "At most `limit` cost units per aligned `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^40)."
+    spec(this) super::Spec::FixedWindow { limit: this.limit, window_ms: this.window_ms }
 }
 
 /// Twin of `ALG.fw` in `lua/fixed_window.lua`.

@@ -1,5 +1,5 @@
 use super::spec::{ceil, floor, reply, Reply, Spec, State, Write, SLACK_MS};
-use super::validate;
+use super::validate::{count, count_errors, or_panic, tri, window, window_errors, Invalid};
 use crate::ConfigError;
 use std::time::Duration;
 
@@ -7,14 +7,17 @@ use std::time::Duration;
 ///
 /// A steady rate of `limit` per `period`, and at most `burst` admitted at once
 /// from a rested state (default: `limit`). The state is a single time per key,
-/// the smallest of all. `burst(n)` is redis_rate's `Burst`; redis-cell's
-/// `max_burst` is `n - 1`.
+/// the smallest of all. [`try_burst(n)`](Self::try_burst) is redis_rate's
+/// `Burst`; redis-cell's `max_burst` is `n - 1`.
 ///
 /// ```
+/// # fn main() -> Result<(), floodgate::ConfigError> {
 /// use floodgate::algorithm::Gcra;
 /// use std::time::Duration;
-/// let api = Gcra::new(10, Duration::from_secs(1)).burst(20);
-/// assert!(Gcra::new(10, Duration::from_secs(1)).try_burst(0).is_err());
+/// const STEADY: Gcra = Gcra::new(10, Duration::from_secs(1));
+/// let bursty = STEADY.try_burst(20)?;
+/// assert!(STEADY.try_burst(0).is_err());
+/// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Gcra {
@@ -23,35 +26,41 @@ pub struct Gcra {
     burst: u64,
 }
 
+const LIMIT: [Invalid; 2] = count_errors!("limit");
+const BURST: [Invalid; 2] = count_errors!("burst");
+const PERIOD: [Invalid; 3] = window_errors!("period");
+
 impl Gcra {
-    /// `limit` per `period` at a steady rate, with a burst of `limit`.
+    /// `limit` per `period` at a steady rate (`limit` 1 to 2^40; `period`
+    /// whole ms, 1 ms to 2^40 ms), with a burst of `limit`.
+    ///
+    /// A `const fn`: in a constant, an invalid value does not compile.
     ///
     /// # Panics
-    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
-    pub fn new(limit: u64, period: Duration) -> Self {
-        validate::or_panic(Self::try_new(limit, period))
+    /// When a value is invalid (see [`try_new`](Self::try_new)); the message
+    /// names the field.
+    pub const fn new(limit: u64, period: Duration) -> Self {
+        or_panic!(Self::checked(limit, period))
     }
 
-    /// Like [`new`](Self::new), returning an error that names the invalid field.
+    /// Like [`new`](Self::new), returning an error that names the invalid
+    /// field instead of panicking.
     pub fn try_new(limit: u64, period: Duration) -> Result<Self, ConfigError> {
+        Self::checked(limit, period).map_err(ConfigError::from)
+    }
+
+    const fn checked(limit: u64, period: Duration) -> Result<Self, Invalid> {
+        let limit = tri!(count(limit, LIMIT));
         Ok(Self {
-            limit: validate::limit("limit", limit)?,
-            period_ms: validate::window("period", period)?,
+            limit,
+            period_ms: tri!(window(period, PERIOD)),
             burst: limit,
         })
     }
 
-    /// At most `n` requests admitted at once from a rested state.
-    ///
-    /// # Panics
-    /// When `n` is 0 or too large; see [`try_burst`](Self::try_burst).
-    pub fn burst(self, n: u64) -> Self {
-        validate::or_panic(self.try_burst(n))
-    }
-
-    /// Like [`burst`](Self::burst), returning an error that names the field.
+    /// At most `n` requests (1 to 2^40) admitted at once from a rested state.
     pub fn try_burst(mut self, n: u64) -> Result<Self, ConfigError> {
-        self.burst = validate::limit("burst", n)?;
+        self.burst = count(n, BURST)?;
         Ok(self)
     }
 

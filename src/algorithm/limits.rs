@@ -1,93 +1,96 @@
 use super::sealed::Sealed;
 use super::spec::Spec;
-use super::{Algorithm, Policy};
+use super::{Algorithm, Quota, Single};
 use crate::ConfigError;
 use std::sync::Arc;
 
 /// Several limits on one key, checked together, all or nothing: when one
-/// denies, none is charged. On Redis they are decided in one script call,
-/// so concurrent requests can never slip between them.
+/// denies, none is charged. On Redis they are decided in one call, so
+/// concurrent requests can never slip between them.
 ///
-/// Each limit has a name: it names the policy in `RateLimit-Policy` (every
+/// Each limit has a name: it names the limit in `RateLimit-Policy` (every
 /// limit is listed) and in `RateLimit` (the most restrictive is reported).
+/// A `Limits` is built with its first limit, so it is never empty, and holds
+/// only single algorithms ([`Single`]), so limits never nest.
 ///
 /// ```
+/// # fn main() -> Result<(), floodgate::ConfigError> {
 /// use floodgate::algorithm::{FixedWindow, Limits, SlidingWindow};
 /// use std::time::Duration;
 ///
-/// let limits = Limits::new()
-///     .with("second", SlidingWindow::new(10, Duration::from_secs(1)))
-///     .with("hour", SlidingWindow::new(1_000, Duration::from_secs(3_600)))
-///     .with("day", FixedWindow::new(10_000, Duration::from_secs(86_400)));
-/// assert_eq!(limits.len(), 3);
-/// assert!(Limits::new().try_with("bad name", SlidingWindow::new(1, Duration::from_secs(1))).is_err());
+/// let limits = Limits::new("second", SlidingWindow::new(10, Duration::from_secs(1)))
+///     .try_with("hour", SlidingWindow::new(1_000, Duration::from_secs(3_600)))?
+///     .try_with("day", FixedWindow::new(10_000, Duration::from_secs(86_400)))?;
+/// assert_eq!(limits.quotas().count(), 3);
+/// assert!(limits.clone().try_with("hour", FixedWindow::new(1, Duration::from_secs(1))).is_err());
+/// # Ok(()) }
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// A `Limits` without a limit cannot be written:
+///
+/// ```compile_fail
+/// let none = floodgate::algorithm::Limits::new();
+/// ```
+#[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
+    /// Never empty.
     parts: Vec<(Arc<str>, Spec)>,
 }
 
-/// The most limits one [`Limits`] takes: each is one key in one script call.
+/// The most limits one [`Limits`] takes: each is one key in one store call.
 pub const MAX_LIMITS: usize = 16;
 
 impl Limits {
-    /// No limits yet; add them with [`with`](Self::with).
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Add the limit `algorithm` named `name`.
+    /// Limits whose first is `algorithm`, named `name` (1 to 32 characters of
+    /// `A-Z a-z 0-9 _ -`); add more with [`try_with`](Self::try_with).
     ///
     /// # Panics
-    /// When the name is invalid or taken; see [`try_with`](Self::try_with).
-    pub fn with<A: Algorithm>(self, name: &str, algorithm: A) -> Self {
-        super::validate::or_panic(self.try_with(name, algorithm))
+    /// When the name is invalid; see [`try_new`](Self::try_new).
+    pub fn new<A: Single>(name: &str, algorithm: A) -> Self {
+        match Self::try_new(name, algorithm) {
+            Ok(limits) => limits,
+            Err(e) => panic!("{e}"),
+        }
     }
 
-    /// Like [`with`](Self::with), returning an error that names the field:
-    /// `name` must be 1 to 32 characters of `A-Z a-z 0-9 _ -`, unique; at
-    /// most [`MAX_LIMITS`] limits; no `Limits` inside `Limits`.
-    pub fn try_with<A: Algorithm>(mut self, name: &str, algorithm: A) -> Result<Self, ConfigError> {
-        let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-');
-        if name.is_empty() || name.len() > 32 || !name.chars().all(ok) {
-            return Err(ConfigError::new(
-                "name",
-                "must be 1 to 32 characters of A-Z a-z 0-9 _ -",
-            ));
-        }
-        if self.parts.iter().any(|(n, _)| &**n == name) {
+    /// Like [`new`](Self::new), returning an error that names the field.
+    pub fn try_new<A: Single>(name: &str, algorithm: A) -> Result<Self, ConfigError> {
+        let name = checked_name(name)?;
+        Ok(Self {
+            parts: vec![(name, algorithm.spec())],
+        })
+    }
+
+    /// Add the limit `algorithm` named `name`: an error that names the field
+    /// when the name is invalid or already taken, or when there would be
+    /// more than [`MAX_LIMITS`].
+    pub fn try_with<A: Single>(mut self, name: &str, algorithm: A) -> Result<Self, ConfigError> {
+        let name = checked_name(name)?;
+        if self.parts.iter().any(|(n, _)| *n == name) {
             return Err(ConfigError::new("name", format!("`{name}` is used twice")));
         }
         if self.parts.len() == MAX_LIMITS {
             return Err(ConfigError::new("limits", format!("at most {MAX_LIMITS}")));
         }
-        let mut parts = algorithm.parts();
-        match (parts.pop(), parts.is_empty()) {
-            (Some((None, spec)), true) => self.parts.push((name.into(), spec)),
-            _ => {
-                return Err(ConfigError::new(
-                    "algorithm",
-                    "a Limits cannot hold another Limits",
-                ))
-            }
-        }
+        self.parts.push((name, algorithm.spec()));
         Ok(self)
     }
 
-    /// How many limits.
-    pub fn len(&self) -> usize {
-        self.parts.len()
+    /// Each limit's name and quota, in order.
+    pub fn quotas(&self) -> impl Iterator<Item = (&str, Quota)> {
+        self.parts.iter().map(|(n, s)| (&**n, s.quota()))
     }
+}
 
-    /// Whether there is none (a limiter refuses to be built with none).
-    pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
+fn checked_name(name: &str) -> Result<Arc<str>, ConfigError> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-');
+    if name.is_empty() || name.len() > 32 || !name.chars().all(ok) {
+        return Err(ConfigError::new(
+            "name",
+            "must be 1 to 32 characters of A-Z a-z 0-9 _ -",
+        ));
     }
-
-    /// Each limit's name and quota.
-    pub fn policies(&self) -> impl Iterator<Item = (&str, Policy)> {
-        self.parts.iter().map(|(n, s)| (&**n, s.policy()))
-    }
+    Ok(name.into())
 }
 
 impl Sealed for Limits {

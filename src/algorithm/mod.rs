@@ -1,9 +1,10 @@
 //! The six algorithms, each a small config type.
 //!
-//! Every algorithm exists twice with the same decisions: as a Lua script in
-//! `lua/` (run atomically inside Redis) and as an in-memory twin in Rust (run
-//! by [`MemoryStore`](crate::store::MemoryStore)). Property tests compare the
-//! two decision by decision.
+//! Every algorithm exists twice with the same decisions: as Lua in `lua/`
+//! (run atomically inside Redis) and as an in-memory twin in Rust (run by
+//! [`MemoryStore`](crate::store::MemoryStore)). Property tests compare the
+//! two decision by decision. This module holds the config types and the
+//! twins; it knows no store.
 //!
 //! | type | state per key | exact? | bursts |
 //! |---|---|---|---|
@@ -14,70 +15,95 @@
 //! | [`LeakyBucket`] | a backlog and its time | to its definition | queued, delayed |
 //! | [`Gcra`] | a backlog and its time | to its definition | up to burst |
 //!
-//! [`Limits`] puts several of them on one key, checked all or nothing.
+//! Every constructor is a `const fn`: an invalid constant does not compile,
+//! and `try_new` returns a [`ConfigError`](crate::ConfigError) naming the
+//! field for values known only at run time. [`Limits`] puts several of them
+//! on one key, checked all or nothing.
 
+mod concurrency;
 mod fixed_window;
 mod gcra;
 mod leaky_bucket;
 mod limits;
-mod policy;
+mod quota;
 mod sliding_log;
 mod sliding_window;
 mod spec;
 mod token_bucket;
-mod validate;
+pub(crate) mod validate;
 
 pub use fixed_window::FixedWindow;
 pub use gcra::Gcra;
 pub use leaky_bucket::LeakyBucket;
 pub use limits::{Limits, MAX_LIMITS};
-pub use policy::Policy;
+pub use quota::Quota;
 pub use sliding_log::SlidingLog;
 pub use sliding_window::SlidingWindow;
 pub use token_bucket::TokenBucket;
 
-pub(crate) use spec::{
-    parse_value, script_cmd, Mode, Reply, Spec, State, LEASE_SCRIPT, LEASE_SOURCE, LIBRARY, SCRIPT,
-    SCRIPT_SOURCE,
-};
-pub(crate) use validate::window as validate_window;
+pub(crate) use spec::{Reply, Spec, State};
+pub(crate) use validate::{invalid, window as checked_window, window_errors, Invalid};
 
-/// A rate-limiting algorithm with its parameters: one of the six config
+/// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm
 /// types of this module, or several of them as [`Limits`].
 ///
-/// Sealed, because each needs a Lua script and a twin that agree.
+/// Sealed, because each needs Lua code and a twin that agree.
 pub trait Algorithm: sealed::Sealed + Clone + std::fmt::Debug + Send + Sync + 'static {}
+
+/// One of the six algorithm types, not a [`Limits`]: what a `Limits` holds,
+/// so that limits never nest.
+///
+/// ```compile_fail
+/// use floodgate::algorithm::{Gcra, Limits};
+/// use std::time::Duration;
+/// let inner = Limits::new("a", Gcra::new(1, Duration::from_secs(1)));
+/// let nested = Limits::new("b", inner); // a Limits is not a Single
+/// ```
+pub trait Single: Algorithm + Copy + sealed::One {}
 
 pub(crate) mod sealed {
     use std::sync::Arc;
 
     /// Gives the crate the algorithm's normalized parameters.
     pub trait Sealed {
-        /// Each policy: its own name (`None` for a plain algorithm, whose
-        /// policy takes the limiter's name) and its parameters.
+        /// Each limit: its own name (`None` for a plain algorithm, whose
+        /// limit takes the limiter's name) and its parameters. Never empty.
         fn parts(&self) -> Vec<(Option<Arc<str>>, super::Spec)>;
+    }
+
+    /// Gives the crate a single algorithm's one spec.
+    pub trait One {
+        fn spec(&self) -> super::Spec;
     }
 }
 
-macro_rules! algorithm {
-    ($ty:ty) => {
+macro_rules! single {
+    ($($ty:ty),*) => {$(
         impl sealed::Sealed for $ty {
             fn parts(&self) -> Vec<(Option<std::sync::Arc<str>>, Spec)> {
                 vec![(None, self.to_spec())]
             }
         }
-        impl Algorithm for $ty {}
-        impl $ty {
-            /// The quota as it reads on the wire (`RateLimit-Policy`).
-            pub fn policy(&self) -> Policy {
-                self.to_spec().policy()
+        impl sealed::One for $ty {
+            fn spec(&self) -> Spec {
+                self.to_spec()
             }
         }
-    };
+        impl Algorithm for $ty {}
+        impl Single for $ty {}
+        impl $ty {
+            /// The limit as it reads on the wire (`RateLimit-Policy`).
+            pub fn quota(&self) -> Quota {
+                self.to_spec().quota()
+            }
+        }
+    )*};
 }
-algorithm!(FixedWindow);
-algorithm!(SlidingLog);
-algorithm!(SlidingWindow);
-algorithm!(TokenBucket);
-algorithm!(LeakyBucket);
-algorithm!(Gcra);
+single!(
+    FixedWindow,
+    SlidingLog,
+    SlidingWindow,
+    TokenBucket,
+    LeakyBucket,
+    Gcra
+);

@@ -1,58 +1,38 @@
-use super::spec::{reply, Reply, Spec, State, Write, SLACK_MS};
-use super::validate;
-use crate::ConfigError;
+use super::spec::{reply, Reply, State, Write, SLACK_MS};
+use super::validate::{config_type, invalid, Invalid};
 use std::collections::VecDeque;
-use std::time::Duration;
 
-/// Sliding log: the time of every admitted request within the window.
-///
-/// Exact: no span of `window` ever admits more than `limit`. The price is
-/// memory: one entry per admitted request, so `limit` entries per busy key.
-/// Use it for low limits that must be exact (login attempts). Rejected
-/// requests are never recorded, so a client that keeps hammering is released
-/// as soon as its old requests leave the window.
-///
-/// ```
-/// use floodgate::algorithm::SlidingLog;
-/// use std::time::Duration;
-/// let logins = SlidingLog::new(5, Duration::from_secs(60));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SlidingLog {
-    limit: u64,
-    window_ms: u64,
+config_type! {
+    /// Sliding log: the time of every admitted request within the window.
+    ///
+    /// Exact: no span of `window` ever admits more than `limit`. The price is
+    /// memory: one entry per admitted request, so `limit` entries per busy key.
+    /// Use it for low limits that must be exact (login attempts). Rejected
+    /// requests are never recorded, so a client that keeps hammering is released
+    /// as soon as its old requests leave the window.
+    ///
+    /// ```
+    /// use floodgate::algorithm::SlidingLog;
+    /// use std::time::Duration;
+    /// const LOGINS: SlidingLog = SlidingLog::new(5, Duration::from_secs(60));
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    SlidingLog { limit: u64 = count("limit"), window_ms: u64 = window("window") }
+    new(limit: u64, window: std::time::Duration)
+        "At most `limit` cost units in any span of `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^40, and `limit` × `window` in ms below 2^50, where the log's member numbering would lose precision and its memory be enormous)."
+    also small_enough;
+    spec(this) super::Spec::SlidingLog { limit: this.limit, window_ms: this.window_ms }
 }
 
-impl SlidingLog {
-    /// At most `limit` cost units in any span of `window`.
-    ///
-    /// # Panics
-    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
-    pub fn new(limit: u64, window: Duration) -> Self {
-        validate::or_panic(Self::try_new(limit, window))
+/// `limit` × `window` (ms) below 2^50.
+const fn small_enough(log: &SlidingLog) -> Result<(), Invalid> {
+    if (log.limit as u128) * (log.window_ms as u128) * 2 > 1 << 51 {
+        return Err(invalid!(
+            "limit",
+            "limit × window (ms) must stay below 2^50 for a sliding log"
+        ));
     }
-
-    /// Like [`new`](Self::new), returning an error that names the invalid
-    /// field. Also rejects `limit` × `window` above 2^50 ms, where the log's
-    /// member numbering would lose precision (and memory would be enormous).
-    pub fn try_new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
-        let limit = validate::limit("limit", limit)?;
-        let window_ms = validate::window("window", window)?;
-        if (limit as u128) * (window_ms as u128) * 2 > 1 << 51 {
-            return Err(ConfigError::new(
-                "limit",
-                "limit × window (ms) must stay below 2^50 for a sliding log",
-            ));
-        }
-        Ok(Self { limit, window_ms })
-    }
-
-    pub(super) fn to_spec(self) -> Spec {
-        Spec::SlidingLog {
-            limit: self.limit,
-            window_ms: self.window_ms,
-        }
-    }
+    Ok(())
 }
 
 /// Twin of `ALG.sl` in `lua/sliding_log.lua`. The log is kept sorted by time.

@@ -1,49 +1,24 @@
-use super::spec::{floor, reply, Reply, Spec, State, Write, SLACK_MS};
-use super::validate;
-use crate::ConfigError;
-use std::time::Duration;
+use super::spec::{floor, reply, Reply, State, Write, SLACK_MS};
+use super::validate::config_type;
 
-/// Sliding window counter: the current and the previous fixed-window counts,
-/// the previous one weighted by how much of it is still inside the sliding
-/// window: `prev × (1 − (now mod w)/w) + cur`, counted in whole requests.
-///
-/// Nearly exact with constant memory: what most gateways run. A request is
-/// denied when adding its cost to the estimate would exceed the limit.
-///
-/// ```
-/// use floodgate::algorithm::SlidingWindow;
-/// use std::time::Duration;
-/// let api = SlidingWindow::new(100, Duration::from_secs(60));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SlidingWindow {
-    limit: u64,
-    window_ms: u64,
-}
-
-impl SlidingWindow {
-    /// About `limit` cost units in any span of `window`.
+config_type! {
+    /// Sliding window counter: the current and the previous fixed-window counts,
+    /// the previous one weighted by how much of it is still inside the sliding
+    /// window: `prev × (1 − (now mod w)/w) + cur`, counted in whole requests.
     ///
-    /// # Panics
-    /// When a value is invalid (see [`try_new`](Self::try_new)); the message names the field.
-    pub fn new(limit: u64, window: Duration) -> Self {
-        validate::or_panic(Self::try_new(limit, window))
-    }
-
-    /// Like [`new`](Self::new), returning an error that names the invalid field.
-    pub fn try_new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
-        Ok(Self {
-            limit: validate::limit("limit", limit)?,
-            window_ms: validate::window("window", window)?,
-        })
-    }
-
-    pub(super) fn to_spec(self) -> Spec {
-        Spec::SlidingWindow {
-            limit: self.limit,
-            window_ms: self.window_ms,
-        }
-    }
+    /// Nearly exact with constant memory: what most gateways run. A request is
+    /// denied when adding its cost to the estimate would exceed the limit.
+    ///
+    /// ```
+    /// use floodgate::algorithm::SlidingWindow;
+    /// use std::time::Duration;
+    /// const API: SlidingWindow = SlidingWindow::new(100, Duration::from_secs(60));
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    SlidingWindow { limit: u64 = count("limit"), window_ms: u64 = window("window") }
+    new(limit: u64, window: std::time::Duration)
+        "About `limit` cost units in any span of `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^40)."
+    spec(this) super::Spec::SlidingWindow { limit: this.limit, window_ms: this.window_ms }
 }
 
 /// Twin of `ALG.sw` in `lua/sliding_window.lua`.

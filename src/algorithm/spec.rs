@@ -1,16 +1,14 @@
-//! What the stores need of an algorithm: its parameters, its script, and its
-//! in-memory twin.
+//! What the stores need of an algorithm: its normalized parameters, the
+//! state of one key, and its in-memory twin. Nothing here knows a store.
 
-use super::Policy;
-use super::{fixed_window, gcra, sliding_log, sliding_window};
-use crate::Decision;
+use super::{concurrency, fixed_window, gcra, sliding_log, sliding_window, Quota};
+use crate::decision::{Decision, Reason};
 use std::collections::VecDeque;
-use std::sync::LazyLock;
 use std::time::Duration;
 
-/// Normalized parameters of one algorithm (public but unnameable: the sealed
-/// trait needs it). Numbers are the exact values both
-/// the script and the twin compute with.
+/// Normalized parameters of one limit (public but unnameable: the sealed
+/// trait needs it). Numbers are the exact values both the Lua code and the
+/// twin compute with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Spec {
     FixedWindow {
@@ -39,6 +37,12 @@ pub enum Spec {
         period_ms: u64,
         burst: u64,
         interval_ms: f64,
+    },
+    /// At most `max` leases alive per key, each for `lease_ms`: the
+    /// concurrency limiter's (no public algorithm type makes one).
+    Concurrency {
+        max: u64,
+        lease_ms: u64,
     },
 }
 
@@ -77,209 +81,9 @@ pub(crate) type Write = Option<u64>;
 /// Keys outlive their use by this margin (the scripts' `SLACK`).
 pub(crate) const SLACK_MS: f64 = 1000.0;
 
-/// What a script call does with the keys it decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// Decide, and charge the cost if every key admits.
-    Check,
-    /// Decide, write nothing.
-    Peek,
-    /// Give the cost back.
-    Refund,
-}
-
-impl Mode {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Mode::Check => "check",
-            Mode::Peek => "peek",
-            Mode::Refund => "refund",
-        }
-    }
-}
-
-/// The code shared by the library and the script: every algorithm, and
-/// `floodgate(KEYS, ARGV)`, the loop that decides several keys all or
-/// nothing, joined by `build.rs` in the order of `lua/files.txt`. Only
-/// definitions: nothing runs until that function is called.
-const SHARED_SOURCE: &str = include_str!(concat!(env!("OUT_DIR"), "/shared.lua"));
-
-/// The EVAL form: the shared code, then one call. Redis runs a script's
-/// whole body, definitions included, on every `EVALSHA`; only used where
-/// Redis has no functions (before 7.0).
-pub(crate) static SCRIPT_SOURCE: LazyLock<String> =
-    LazyLock::new(|| format!("{SHARED_SOURCE}return floodgate(KEYS, ARGV)\n"));
-
-/// [`SCRIPT_SOURCE`], with its SHA1 for `EVALSHA`.
-pub(crate) static SCRIPT: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(&SCRIPT_SOURCE));
-
-/// The Redis Function form (`FUNCTION LOAD`, `FCALL`): the shared code runs
-/// once when the library is loaded, a call runs only `floodgate()`.
-pub(crate) struct Library {
-    /// The library's and its one function's name: `floodgate_` and the
-    /// start of the script's SHA1. Functions outlive restarts and deploys
-    /// (they are saved and replicated), so a new version of the code must
-    /// not find an old one under the same name.
-    pub name: String,
-    /// The `FUNCTION LOAD` payload.
-    pub source: String,
-}
-
-/// The one library of this build.
-pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let name = format!("floodgate_{}", &SCRIPT.get_hash()[..16]);
-    let source =
-        format!("#!lua name={name}\n{SHARED_SOURCE}redis.register_function('{name}', floodgate)\n");
-    Library { name, source }
-});
-
-/// The concurrency limiter's script (`lua/concurrency.lua`).
-pub(crate) const LEASE_SOURCE: &str = include_str!("../../lua/concurrency.lua");
-
-/// [`LEASE_SOURCE`], with its SHA1.
-pub(crate) static LEASE_SCRIPT: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(LEASE_SOURCE));
-
-/// The script call deciding `targets` (one key and algorithm each, in
-/// order): `FCALL <function>`, `EVALSHA <sha>` or `EVAL <source>` (`verb`,
-/// `script`; the arguments are the same), written
-/// straight into one buffer, numbers formatted in place.
-pub(crate) fn script_cmd(
-    verb: &str,
-    script: &str,
-    targets: &[(&str, &Spec)],
-    now: Option<u64>,
-    cost: u64,
-    mode: Mode,
-) -> redis::Cmd {
-    let keys: usize = targets.iter().map(|(k, _)| k.len()).sum();
-    let mut cmd = redis::Cmd::with_capacity(
-        6 + 4 * targets.len(),
-        verb.len() + script.len() + keys + 48 * (1 + targets.len()),
-    );
-    cmd.arg(verb).arg(script).arg(targets.len());
-    for (key, _) in targets {
-        cmd.arg(*key);
-    }
-    match now {
-        Some(now) => cmd.arg(now),
-        None => cmd.arg(""),
-    };
-    cmd.arg(mode.as_str()).arg(cost);
-    for (_, spec) in targets {
-        cmd.arg(spec.tag());
-        // The same strings as `Spec::params` (checked by a test).
-        match **spec {
-            Spec::FixedWindow { limit, window_ms }
-            | Spec::SlidingLog { limit, window_ms }
-            | Spec::SlidingWindow { limit, window_ms } => {
-                cmd.arg(limit).arg(window_ms);
-            }
-            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
-                cmd.arg(capacity);
-                arg_f64(&mut cmd, rate);
-            }
-            Spec::Gcra {
-                burst, interval_ms, ..
-            } => {
-                cmd.arg(burst);
-                arg_f64(&mut cmd, interval_ms);
-            }
-        }
-    }
-    cmd
-}
-
-/// `x` as its `Display` form, the shortest string that parses back to the
-/// same double, formatted on the stack.
-fn arg_f64(cmd: &mut redis::Cmd, x: f64) {
-    use std::fmt::Write;
-    struct StackStr {
-        buf: [u8; 64],
-        len: usize,
-    }
-    impl std::fmt::Write for StackStr {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            let end = self.len + s.len();
-            self.buf
-                .get_mut(self.len..end)
-                .ok_or(std::fmt::Error)?
-                .copy_from_slice(s.as_bytes());
-            self.len = end;
-            Ok(())
-        }
-    }
-    let mut buf = StackStr {
-        buf: [0; 64],
-        len: 0,
-    };
-    if write!(buf, "{x}").is_ok() {
-        cmd.arg(&buf.buf[..buf.len]);
-    } else {
-        cmd.arg(x.to_string());
-    }
-}
-
-/// The replies of a script call deciding `n` keys, read without collecting
-/// them first.
-pub(crate) fn parse_value(v: &redis::Value, n: usize) -> Option<Vec<Reply>> {
-    let redis::Value::Array(items) = v else {
-        return None;
-    };
-    if items.len() != 6 * n {
-        return None;
-    }
-    items
-        .chunks_exact(6)
-        .map(|r| match *r {
-            [redis::Value::Int(allowed), redis::Value::Int(limit), redis::Value::Int(remaining), redis::Value::Int(reset_ms), redis::Value::Int(retry_ms), redis::Value::Int(delay_ms)] => {
-                Some(Reply { allowed: allowed == 1, limit, remaining, reset_ms, retry_ms, delay_ms })
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// ARGV of a script call deciding `specs` (one per key, in KEYS order),
-/// as plain strings: the oracle `script_cmd` is tested against.
-#[cfg(test)]
-pub(crate) fn script_args(now: Option<u64>, mode: Mode, cost: u64, specs: &[Spec]) -> Vec<String> {
-    let mut args = Vec::with_capacity(3 + 3 * specs.len());
-    args.push(now.map(|n| n.to_string()).unwrap_or_default());
-    args.push(mode.as_str().to_string());
-    args.push(cost.to_string());
-    for spec in specs {
-        let [p1, p2] = spec.params();
-        args.push(spec.tag().to_string());
-        args.push(p1);
-        args.push(p2);
-    }
-    args
-}
-
-/// The reply of a script call deciding `n` keys, from plain integers.
-#[cfg(test)]
-pub(crate) fn parse_replies(v: &[i64], n: usize) -> Option<Vec<Reply>> {
-    if v.len() != 6 * n {
-        return None;
-    }
-    Some(
-        v.chunks_exact(6)
-            .map(|r| Reply {
-                allowed: r[0] == 1,
-                limit: r[1],
-                remaining: r[2],
-                reset_ms: r[3],
-                retry_ms: r[4],
-                delay_ms: r[5],
-            })
-            .collect(),
-    )
-}
-
 impl Spec {
-    /// The namespace of this algorithm's keys.
+    /// The namespace of this algorithm's keys: state is shared exactly by
+    /// limits of the same name and tag.
     pub(crate) fn tag(&self) -> &'static str {
         match self {
             Spec::FixedWindow { .. } => "fw",
@@ -288,6 +92,7 @@ impl Spec {
             Spec::TokenBucket { .. } => "tb",
             Spec::LeakyBucket { .. } => "lb",
             Spec::Gcra { .. } => "gcra",
+            Spec::Concurrency { .. } => "cc",
         }
     }
 
@@ -299,17 +104,19 @@ impl Spec {
             | Spec::SlidingWindow { limit, .. } => limit,
             Spec::TokenBucket { capacity, .. } | Spec::LeakyBucket { capacity, .. } => capacity,
             Spec::Gcra { burst, .. } => burst,
+            Spec::Concurrency { max, .. } => max,
         }
     }
 
-    /// Clamp a cost so that the script's arithmetic stays exact: any cost
-    /// above the maximum is denied the same way.
+    /// Clamp a cost so that the arithmetic stays exact: any cost above the
+    /// maximum is denied the same way.
     pub(crate) fn clamp_cost(&self, cost: u64) -> u64 {
         cost.min(self.max_cost() + 1)
     }
 
-    pub(crate) fn policy(&self) -> Policy {
-        let (quota, window_ms) = match *self {
+    /// The limit as it reads on the wire.
+    pub(crate) fn quota(&self) -> Quota {
+        let (units, window_ms) = match *self {
             Spec::FixedWindow { limit, window_ms }
             | Spec::SlidingLog { limit, window_ms }
             | Spec::SlidingWindow { limit, window_ms } => (limit, window_ms as f64),
@@ -319,41 +126,25 @@ impl Spec {
             Spec::Gcra {
                 limit, period_ms, ..
             } => (limit, period_ms as f64),
+            Spec::Concurrency { max, lease_ms } => (max, lease_ms as f64),
         };
-        Policy {
-            quota,
-            window: Duration::from_millis(window_ms.ceil() as u64),
+        Quota {
+            units,
+            window: Duration::from_millis(ceil(window_ms) as u64),
         }
     }
 
-    /// The algorithm's two parameters in the script's ARGV. `f64`'s `Display` is the shortest
-    /// string that parses back to the same double, so Lua sees the same value.
-    #[cfg(test)]
-    pub(crate) fn params(&self) -> [String; 2] {
-        match *self {
-            Spec::FixedWindow { limit, window_ms }
-            | Spec::SlidingLog { limit, window_ms }
-            | Spec::SlidingWindow { limit, window_ms } => {
-                [limit.to_string(), window_ms.to_string()]
-            }
-            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
-                [capacity.to_string(), rate.to_string()]
-            }
-            Spec::Gcra {
-                burst, interval_ms, ..
-            } => [burst.to_string(), interval_ms.to_string()],
-        }
-    }
-
-    /// The in-memory twin: the script's decision, computed the same way.
-    /// `cost` must already be clamped. Writes the new state only if `write`.
+    /// The in-memory twin: the Lua code's decision, computed the same way.
+    /// `cost` must already be clamped; `lease` names the lease a
+    /// concurrency limit acquires or releases (ignored by the others).
+    /// Writes the new state only if `write`.
     pub(crate) fn decide(
         &self,
         state: &mut Option<State>,
         now: u64,
         cost: u64,
-        refund: bool,
-        write: bool,
+        (refund, write): (bool, bool),
+        lease: &str,
     ) -> (Reply, Write) {
         let at = (now as f64, cost as f64);
         match *self {
@@ -366,26 +157,18 @@ impl Spec {
             Spec::SlidingWindow { limit, window_ms } => {
                 sliding_window::decide((limit as f64, window_ms as f64), state, at, refund, write)
             }
-            Spec::TokenBucket { capacity, rate } => gcra::virtual_schedule(
-                (capacity as f64, 1000.0 / rate),
-                state,
-                at,
-                refund,
-                write,
-                false,
-            ),
-            Spec::LeakyBucket { capacity, rate } => gcra::virtual_schedule(
-                (capacity as f64, 1000.0 / rate),
-                state,
-                at,
-                refund,
-                write,
-                true,
-            ),
+            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+                let queue = matches!(self, Spec::LeakyBucket { .. });
+                let bucket = (capacity as f64, 1000.0 / rate);
+                gcra::virtual_schedule(bucket, state, at, refund, write, queue)
+            }
             Spec::Gcra {
                 burst, interval_ms, ..
             } => {
                 gcra::virtual_schedule((burst as f64, interval_ms), state, at, refund, write, false)
+            }
+            Spec::Concurrency { max, lease_ms } => {
+                concurrency::decide((max, lease_ms), state, now, (refund, write), lease)
             }
         }
     }
@@ -446,15 +229,24 @@ pub(crate) fn reply(
 }
 
 impl Reply {
+    /// The decision this reply reads as: admitted within the limit, denied
+    /// over it (with the wait), or denied for a cost that can never fit
+    /// (no wait).
     pub(crate) fn decision(self) -> Decision {
-        let d = |v: i64| Duration::from_millis(v.max(0) as u64);
+        let d = |v: i64| Duration::from_millis(v.max(0).unsigned_abs());
+        let reason = match (self.allowed, self.retry_ms >= 0) {
+            (true, _) => Reason::WithinLimit,
+            (false, true) => Reason::OverLimit,
+            (false, false) => Reason::CostTooHigh,
+        };
         Decision {
             allowed: self.allowed,
-            limit: self.limit.max(0) as u64,
-            remaining: self.remaining.max(0) as u64,
+            limit: self.limit.max(0).unsigned_abs(),
+            remaining: self.remaining.max(0).unsigned_abs(),
             reset_after: d(self.reset_ms),
-            retry_after: (!self.allowed && self.retry_ms >= 0).then(|| d(self.retry_ms)),
+            retry_after: (reason == Reason::OverLimit).then(|| d(self.retry_ms)),
             delay: d(self.delay_ms),
+            reason,
             degraded: false,
         }
     }
@@ -463,8 +255,6 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::sealed::Sealed;
-    use crate::algorithm::*;
     use proptest::prelude::*;
 
     fn same(a: f64, b: f64) -> bool {
@@ -515,57 +305,5 @@ mod tests {
             prop_assert!(same(floor(x), x.floor()), "floor({x})");
             prop_assert!(same(ceil(x), x.ceil()), "ceil({x})");
         }
-    }
-
-    #[test]
-    fn the_command_sends_what_the_string_args_say() {
-        let specs: Vec<Spec> = [
-            FixedWindow::new(10, Duration::from_secs(1)).parts(),
-            SlidingLog::new(1 << 24, Duration::from_millis(1)).parts(),
-            SlidingWindow::new(7, Duration::from_millis(1 << 40)).parts(),
-            TokenBucket::new(10, 0.1).parts(),
-            TokenBucket::new(3, 1e-9).parts(),
-            LeakyBucket::new(1 << 40, 1e15).parts(),
-            Gcra::new(3, Duration::from_millis(1000)).parts(),
-            Gcra::new(1 << 40, Duration::from_millis(1)).parts(),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|(_, s)| s)
-        .collect();
-        let keys: Vec<String> = (0..specs.len())
-            .map(|i| format!("rl:x{i}:{{ana}}"))
-            .collect();
-        let targets: Vec<(&str, &Spec)> = keys.iter().map(|k| k.as_str()).zip(&specs).collect();
-        for (now, mode) in [
-            (None, Mode::Check),
-            (Some(1_791_860_000_123), Mode::Peek),
-            (Some(7), Mode::Refund),
-        ] {
-            for n in [1, targets.len()] {
-                let ours = script_cmd("EVALSHA", "sha", &targets[..n], now, 4, mode);
-                let mut theirs = redis::cmd("EVALSHA");
-                theirs.arg("sha").arg(n);
-                for (k, _) in &targets[..n] {
-                    theirs.arg(*k);
-                }
-                for a in script_args(now, mode, 4, &specs[..n]) {
-                    theirs.arg(a);
-                }
-                assert_eq!(ours.get_packed_command(), theirs.get_packed_command());
-            }
-        }
-    }
-
-    #[test]
-    fn replies_parse() {
-        let ints =
-            |v: &[i64]| redis::Value::Array(v.iter().map(|&n| redis::Value::Int(n)).collect());
-        let r = parse_value(&ints(&[1, 10, 9, 100, -1, 0, 0, 5, 0, 30, 30, 0]), 2).unwrap();
-        assert!(r[0].allowed && !r[1].allowed);
-        assert_eq!((r[1].limit, r[1].retry_ms), (5, 30));
-        assert_eq!(parse_replies(&[1, 10, 9, 100, -1, 0], 1).unwrap()[0], r[0]);
-        assert!(parse_value(&ints(&[1, 2, 3]), 1).is_none());
-        assert!(parse_value(&redis::Value::Nil, 1).is_none());
     }
 }

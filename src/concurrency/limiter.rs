@@ -1,6 +1,10 @@
-use crate::clock::Clock;
-use crate::store::{key::storage_key, Store};
-use crate::{ConfigError, Error};
+use crate::algorithm::{checked_window, window_errors, Spec};
+use crate::failure::{
+    BoxFuture, CircuitState, FailurePolicy, Fallback, FallbackKind, FallbackLimiter,
+};
+use crate::limiter::{settings_methods, Ask, Core, Decided, Pending, Plan, Settings};
+use crate::store::{Mode, Store};
+use crate::{ConfigError, Decision, Error, Reason};
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
@@ -8,29 +12,41 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+/// The most requests in flight one key may have.
+const MAX_IN_FLIGHT: u64 = 1 << 20;
+
 /// Limits how many requests per key are in flight at once; see the
 /// [module docs](super).
+///
+/// Built like a [`Limiter`](crate::Limiter), with the same settings (prefix,
+/// name, clock, timeout, failure policy, circuit breaker), and deciding on
+/// the same path: every call is bounded by the timeout and answered by the
+/// failure policy when the store fails.
 #[derive(Clone)]
 pub struct ConcurrencyLimiter {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    store: Store,
-    prefix: String,
-    name: String,
+    core: Arc<Core>,
+    /// The one limit: `max` leases of `lease` each.
+    plan: Plan,
     max: u64,
-    lease_ms: u64,
-    clock: Option<Arc<dyn Clock>>,
 }
 
-/// A slot held by one request. Dropping it releases the slot (on a tokio
-/// task when the store is Redis); [`release`](Self::release) does it now.
-#[must_use = "the slot is released as soon as the permit is dropped"]
-pub struct Permit {
+/// A slot held by one request. Dropping it releases the slot (through the
+/// store, in the background when the store waits); [`release`](Self::release)
+/// does it now.
+///
+/// A lease granted by [fail open](FailurePolicy::FailOpen) holds no slot
+/// (there was no store to hold it in): its [`decision`](Self::decision) is
+/// degraded, and releasing it does nothing.
+#[must_use = "the slot is released as soon as the lease is dropped"]
+pub struct Lease {
     limiter: ConcurrencyLimiter,
     key: String,
     id: String,
+    decision: Decision,
     released: bool,
 }
 
@@ -43,35 +59,38 @@ fn lease_id() -> String {
 }
 
 impl ConcurrencyLimiter {
-    /// At most `max` requests in flight per key, over `store`.
+    /// At most `max` requests in flight per key (1 to 2^20, checked by
+    /// `build`), over `store`.
     pub fn builder(store: impl Into<Store>, max: u64) -> ConcurrencyLimiterBuilder {
         ConcurrencyLimiterBuilder {
-            store: store.into(),
+            settings: Settings::new(store.into(), "concurrency"),
             max,
             lease: Duration::from_secs(60),
-            prefix: "floodgate".into(),
-            name: "concurrency".into(),
-            clock: None,
         }
     }
 
-    /// Take a slot for `key`: `Some(permit)` if fewer than `max` requests of
-    /// this key are in flight, `None` if it is full.
-    pub async fn acquire(&self, key: &str) -> Result<Option<Permit>, Error> {
-        let id = lease_id();
-        let reply = self.call(key, "acquire", &id).await?;
-        Ok((reply[0] == 1).then(|| Permit {
-            limiter: self.clone(),
-            key: key.to_string(),
-            id,
-            released: false,
-        }))
+    /// Take a slot for `key`: `Ok(lease)` if fewer than `max` requests of
+    /// this key are in flight, `Err(decision)` with the reason when not
+    /// (full: [`OverLimit`](Reason::OverLimit), `retry_after` the time
+    /// until the first lease expires; or the failure policy's
+    /// [`FailClosed`](Reason::FailClosed)).
+    pub async fn acquire(&self, key: &str) -> Result<Result<Lease, Decision>, Error> {
+        let (id, pending) = self.start_acquire(key);
+        Ok(self.lease(key.to_owned(), id, pending.await?))
     }
 
-    /// How many requests of `key` are in flight (leases not yet expired
-    /// count until they are swept by the next acquire).
+    /// What [`acquire`](Self::acquire) would say now, taking nothing:
+    /// `remaining` is the number of free slots.
+    pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
+        Ok(self.start(key, Mode::Peek, "").await?.combined)
+    }
+
+    /// How many requests of `key` are in flight (at most `max`), from the
+    /// store, or as the failure policy decides when the store fails (0 when
+    /// it fails open, `max` when it fails closed).
     pub async fn in_flight(&self, key: &str) -> Result<u64, Error> {
-        Ok(self.call(key, "release", "").await?[2].max(0) as u64)
+        let d = self.peek(key).await?;
+        Ok(self.inner.max.saturating_sub(d.remaining))
     }
 
     /// The most requests in flight per key.
@@ -81,131 +100,196 @@ impl ConcurrencyLimiter {
 
     /// The limiter's name.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.core.name
     }
 
-    async fn call(&self, key: &str, op: &str, id: &str) -> Result<[i64; 4], Error> {
+    /// What this limiter does when its store fails.
+    pub fn failure_policy(&self) -> &FailurePolicy {
+        self.inner.core.guard.policy()
+    }
+
+    /// The state of this limiter's circuit breaker.
+    pub fn circuit_state(&self) -> CircuitState {
+        self.inner.core.guard.circuit_state()
+    }
+
+    /// The limit as it reads on the wire: `max` per lease.
+    pub(crate) fn quota(&self) -> crate::algorithm::Quota {
+        self.inner.plan.targets[0].spec.quota()
+    }
+
+    fn start(&self, key: &str, mode: Mode, lease: &str) -> Pending<Decided> {
         let inner = &*self.inner;
-        let storage = storage_key(&inner.prefix, &inner.name, "cc", key);
-        let now = inner
-            .clock
-            .as_ref()
-            .map(|c| crate::clock::bounded(c.now_ms()));
-        Ok(inner
-            .store
-            .lease(&storage, now, op, id, inner.max, inner.lease_ms)
-            .await?)
+        inner.core.run(Ask {
+            plan: &inner.plan,
+            own: true,
+            key,
+            cost: 1,
+            mode,
+            lease,
+        })
+    }
+
+    /// Start acquiring a new lease for `key`: its id, and the decision.
+    pub(crate) fn start_acquire(&self, key: &str) -> (String, Pending<Decided>) {
+        let id = lease_id();
+        let pending = self.start(key, Mode::Check, &id);
+        (id, pending)
+    }
+
+    /// The lease `id` of `key` if `decided` granted it.
+    pub(crate) fn lease(
+        &self,
+        key: String,
+        id: String,
+        decided: Decided,
+    ) -> Result<Lease, Decision> {
+        let decision = decided.combined;
+        if !decision.allowed {
+            return Err(decision);
+        }
+        Ok(Lease {
+            limiter: self.clone(),
+            key,
+            id,
+            decision,
+            released: decision.reason == Reason::FailOpen,
+        })
+    }
+
+    /// Release lease `id` of `key`, granted by `decision`: in the store, or
+    /// in the fallback that granted it.
+    fn release(&self, key: &str, id: &str, decision: &Decision) -> Pending<Decided> {
+        if decision.degraded {
+            if let FailurePolicy::Fallback(f) = self.failure_policy() {
+                let (f, key, id) = (f.clone(), key.to_owned(), id.to_owned());
+                return Pending::later(Box::pin(async move {
+                    let d = f.decide(&key, 1, Mode::Refund, &id).await?;
+                    Ok(Decided {
+                        combined: d,
+                        each: smallvec::smallvec![d],
+                    })
+                }));
+            }
+        }
+        self.start(key, Mode::Refund, id)
     }
 }
 
-impl Permit {
-    /// Release the slot now, waiting for the store.
+impl Lease {
+    /// The decision that granted this lease.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// Release the slot now, waiting for the store (at most the limiter's
+    /// timeout).
     pub async fn release(mut self) {
+        if self.released {
+            return;
+        }
         self.released = true;
-        if let Err(e) = self.limiter.call(&self.key, "release", &self.id).await {
+        let pending = self.limiter.release(&self.key, &self.id, &self.decision);
+        if let Err(e) = pending.await {
             tracing::warn!(error = %e, "floodgate: could not release a concurrency slot; its lease will expire");
         }
     }
 }
 
-impl Drop for Permit {
+impl Drop for Lease {
     fn drop(&mut self) {
         if self.released {
             return;
         }
-        let (limiter, key, id) = (
-            self.limiter.clone(),
-            std::mem::take(&mut self.key),
-            std::mem::take(&mut self.id),
-        );
-        if let Store::Memory(m) = &limiter.inner.store {
-            // Memory needs no waiting: release right here.
-            let inner = &*limiter.inner;
-            let storage = storage_key(&inner.prefix, &inner.name, "cc", &key);
-            let now = inner
-                .clock
-                .as_ref()
-                .map(|c| crate::clock::bounded(c.now_ms()));
-            let now = crate::store::memory_now(now);
-            m.lease(&storage, now, "release", &id, inner.max, inner.lease_ms);
-            return;
+        let pending = self.limiter.release(&self.key, &self.id, &self.decision);
+        // Released at once on a store that never waits; else in the background.
+        if let Err(pending) = pending.now() {
+            crate::layer::spawn_settlement(async move {
+                if let Err(e) = pending.await {
+                    tracing::warn!(error = %e, "floodgate: could not release a concurrency slot; its lease will expire");
+                }
+            });
         }
-        crate::layer::spawn_settlement(async move {
-            if let Err(e) = limiter.call(&key, "release", &id).await {
-                tracing::warn!(error = %e, "floodgate: could not release a concurrency slot; its lease will expire");
-            }
-        });
     }
 }
 
-impl fmt::Debug for Permit {
+impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Permit").field("id", &self.id).finish()
+        f.debug_struct("Lease")
+            .field("id", &self.id)
+            .field("decision", &self.decision)
+            .finish()
     }
 }
 
 impl fmt::Debug for ConcurrencyLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConcurrencyLimiter")
-            .field("name", &self.inner.name)
+            .field("core", &self.inner.core)
             .field("max", &self.inner.max)
-            .field("lease_ms", &self.inner.lease_ms)
             .finish()
     }
 }
 
-/// Builds a [`ConcurrencyLimiter`].
+impl FallbackLimiter for ConcurrencyLimiter {
+    fn kind(&self) -> FallbackKind {
+        FallbackKind::Concurrency
+    }
+
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        _cost: u64,
+        mode: Mode,
+        lease: &'a str,
+    ) -> BoxFuture<'a, Result<Decision, Error>> {
+        let pending = self.start(key, mode, lease);
+        Box::pin(async move { Ok(pending.await?.combined) })
+    }
+}
+
+impl From<ConcurrencyLimiter> for Fallback {
+    fn from(limiter: ConcurrencyLimiter) -> Self {
+        Fallback::new(Arc::new(limiter))
+    }
+}
+
+/// Builds a [`ConcurrencyLimiter`]; see [`ConcurrencyLimiter::builder`].
 #[must_use]
 pub struct ConcurrencyLimiterBuilder {
-    store: Store,
+    settings: Settings,
     max: u64,
     lease: Duration,
-    prefix: String,
-    name: String,
-    clock: Option<Arc<dyn Clock>>,
 }
 
 impl ConcurrencyLimiterBuilder {
-    /// How long a slot is held at most if never released (default 60 s):
-    /// longer than the slowest request.
+    settings_methods!();
+
+    /// How long a slot is held at most if never released (default 60 s;
+    /// whole ms, 1 ms to 2^40 ms): longer than the slowest request.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
     }
 
-    /// The namespace of every key (default `floodgate`).
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// The limiter's name (default `concurrency`).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Take the time from `clock` (for tests) instead of the store's.
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
-
-    /// Check the configuration and build the limiter.
+    /// Check the configuration and build the limiter; an error names the
+    /// field that is wrong.
     pub fn build(self) -> Result<ConcurrencyLimiter, ConfigError> {
-        if self.max == 0 || self.max > 1 << 20 {
+        if self.max == 0 || self.max > MAX_IN_FLIGHT {
             return Err(ConfigError::new("max", "must be between 1 and 2^20"));
         }
-        let lease_ms = crate::algorithm::validate_window("lease", self.lease)?;
-        crate::limiter::validate_names(&self.prefix, &self.name)?;
+        let lease_ms = checked_window(self.lease, window_errors!("lease"))?;
+        let core = self.settings.core(FallbackKind::Concurrency, None)?;
+        let spec = Spec::Concurrency {
+            max: self.max,
+            lease_ms,
+        };
+        let plan = core.plan(vec![(None, spec)]);
         Ok(ConcurrencyLimiter {
             inner: Arc::new(Inner {
-                store: self.store,
-                prefix: self.prefix,
-                name: self.name,
+                core: Arc::new(core),
+                plan,
                 max: self.max,
-                lease_ms,
-                clock: self.clock,
             }),
         })
     }

@@ -1,6 +1,7 @@
 //! The circuit breaker: after enough consecutive store failures, stop calling
 //! the store for a cool-down, then let one probe through.
 
+use crate::algorithm::window_errors;
 use crate::ConfigError;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -33,9 +34,18 @@ pub const DEFAULT_COOL_DOWN: Duration = Duration::from_millis(500);
 /// use floodgate::failure::CircuitBreaker;
 /// use std::time::Duration;
 ///
-/// let breaker = CircuitBreaker::new(10, Duration::from_secs(1));
-/// assert_eq!(breaker.failures(), 10);
+/// const PATIENT: CircuitBreaker = CircuitBreaker::new(10, Duration::from_secs(1));
+/// assert_eq!(PATIENT.failures(), 10);
 /// assert_eq!(CircuitBreaker::default().cool_down(), Duration::from_millis(500));
+/// assert!(CircuitBreaker::try_new(0, Duration::from_secs(1)).is_err());
+/// ```
+///
+/// An invalid constant is a compile-time error:
+///
+/// ```compile_fail
+/// use floodgate::failure::CircuitBreaker;
+/// use std::time::Duration;
+/// const NEVER: CircuitBreaker = CircuitBreaker::new(0, Duration::from_secs(1));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CircuitBreaker {
@@ -46,13 +56,41 @@ pub struct CircuitBreaker {
 
 impl CircuitBreaker {
     /// Open after `failures` consecutive failures (at least 1), for
-    /// `cool_down` (at least 1 ms; checked when the limiter is built).
+    /// `cool_down` (whole ms, 1 ms to 2^40 ms).
+    ///
+    /// A `const fn`: in a constant, an invalid value does not compile.
+    ///
+    /// # Panics
+    /// When a value is invalid (see [`try_new`](Self::try_new)); the message
+    /// names the field.
     pub const fn new(failures: u32, cool_down: Duration) -> Self {
-        Self {
+        match Self::checked(failures, cool_down) {
+            Ok(b) => b,
+            Err(e) => panic!("{}", e.message),
+        }
+    }
+
+    /// Like [`new`](Self::new), returning an error that names the invalid
+    /// field instead of panicking.
+    pub fn try_new(failures: u32, cool_down: Duration) -> Result<Self, ConfigError> {
+        Self::checked(failures, cool_down).map_err(ConfigError::from)
+    }
+
+    const fn checked(
+        failures: u32,
+        cool_down: Duration,
+    ) -> Result<Self, crate::algorithm::Invalid> {
+        if failures == 0 {
+            return Err(crate::algorithm::invalid!("failures", "must be at least 1"));
+        }
+        if let Err(e) = crate::algorithm::checked_window(cool_down, window_errors!("cool_down")) {
+            return Err(e);
+        }
+        Ok(Self {
             failures,
             cool_down,
             enabled: true,
-        }
+        })
     }
 
     /// Never open: every decision calls the store and waits up to the
@@ -79,22 +117,6 @@ impl CircuitBreaker {
     /// Whether the breaker ever opens.
     pub fn is_enabled(&self) -> bool {
         self.enabled
-    }
-
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        if self.failures == 0 {
-            return Err(ConfigError::new(
-                "circuit_breaker",
-                "must open after at least 1 failure",
-            ));
-        }
-        if self.cool_down < Duration::from_millis(1) {
-            return Err(ConfigError::new(
-                "circuit_breaker",
-                "cool-down must be at least 1 ms",
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -166,10 +188,10 @@ impl Breaker {
 
     /// May this decision call the store? `None`: the circuit is open, answer
     /// by the policy at once.
-    pub(crate) fn try_acquire(&self) -> Option<Permit<'_>> {
+    pub(crate) fn try_acquire(&self) -> Option<Ticket<'_>> {
         let until = self.open_until.load(Ordering::Acquire);
         if until == 0 || !self.config.enabled {
-            return Some(Permit {
+            return Some(Ticket {
                 breaker: self,
                 probe: false,
                 done: false,
@@ -182,7 +204,7 @@ impl Breaker {
         self.probing
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
             .ok()
-            .map(|_| Permit {
+            .map(|_| Ticket {
                 breaker: self,
                 probe: true,
                 done: false,
@@ -254,16 +276,16 @@ impl Breaker {
     }
 }
 
-/// Leave to call the store once. Report the outcome with
+/// Leave to call the store once: a ticket. Report the outcome with
 /// [`success`](Self::success) or [`failure`](Self::failure); a probe dropped
 /// without either (its caller gave up) lets the next decision probe instead.
-pub(crate) struct Permit<'a> {
+pub(crate) struct Ticket<'a> {
     breaker: &'a Breaker,
     probe: bool,
     done: bool,
 }
 
-impl Permit<'_> {
+impl Ticket<'_> {
     pub(crate) fn success(mut self) -> Transition {
         self.done = true;
         self.breaker.success(self.probe)
@@ -275,7 +297,7 @@ impl Permit<'_> {
     }
 }
 
-impl Drop for Permit<'_> {
+impl Drop for Ticket<'_> {
     fn drop(&mut self) {
         if self.probe && !self.done {
             self.breaker.probing.store(false, Ordering::Release);
@@ -351,11 +373,19 @@ mod tests {
     }
 
     #[test]
-    fn validation() {
-        assert!(CircuitBreaker::new(0, Duration::from_secs(1))
-            .validate()
-            .is_err());
-        assert!(CircuitBreaker::new(1, Duration::ZERO).validate().is_err());
-        assert!(CircuitBreaker::default().validate().is_ok());
+    fn invalid_breakers_name_the_field() {
+        assert_eq!(
+            CircuitBreaker::try_new(0, Duration::from_secs(1))
+                .unwrap_err()
+                .field(),
+            "failures"
+        );
+        assert_eq!(
+            CircuitBreaker::try_new(1, Duration::ZERO)
+                .unwrap_err()
+                .field(),
+            "cool_down"
+        );
+        assert!(CircuitBreaker::try_new(5, DEFAULT_COOL_DOWN).is_ok());
     }
 }

@@ -1,7 +1,7 @@
 //! What a limiter answers when its store cannot.
 
-use crate::algorithm::{Algorithm, Mode};
-use crate::{Decision, Error, Limiter};
+use crate::store::Mode;
+use crate::{Decision, Error};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 /// What a limiter decides when its store fails (an error, a timeout, or an
 /// open circuit breaker). Set with
-/// [`LimiterBuilder::on_store_failure`](crate::LimiterBuilder::on_store_failure);
+/// [`LimiterBuilder::on_store_failure`](crate::LimiterBuilder::on_store_failure)
+/// or
+/// [`ConcurrencyLimiterBuilder::on_store_failure`](crate::concurrency::ConcurrencyLimiterBuilder::on_store_failure);
 /// the default is [`FailOpen`](Self::FailOpen).
 ///
 /// Every decision made this way has [`Decision::degraded`] set, and is
@@ -36,36 +38,42 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub enum FailurePolicy {
-    /// Admit the request. The decision is `allowed`, its numbers are
-    /// placeholders (`limit` and `remaining` are the limit, no reset, no
-    /// delay), and it is `degraded`. The default: the limiter must not become
-    /// the outage.
+    /// Admit the request. The decision is `allowed` for the reason
+    /// [`FailOpen`](crate::Reason::FailOpen), its numbers are placeholders
+    /// (`limit` and `remaining` are the limit, no reset, no delay), and it is
+    /// `degraded`. A concurrency limiter admits without a lease. The
+    /// default: the limiter must not become the outage.
     #[default]
     FailOpen,
-    /// Deny the request: `allowed` is false, `degraded` is true, and
-    /// `retry_after` is the rest of the circuit breaker's cool-down (the
-    /// whole cool-down when the circuit is not open). The layer answers
-    /// `503 Service Unavailable` with `Retry-After`, not 429: the client is
-    /// not over its limit, the limiter cannot tell.
+    /// Deny the request for the reason
+    /// [`FailClosed`](crate::Reason::FailClosed): `retry_after` is the rest
+    /// of the circuit breaker's cool-down (the whole cool-down when the
+    /// circuit is not open). The layers answer `503 Service Unavailable`
+    /// with `Retry-After`, not 429: the client is not known to be over its
+    /// limit.
     FailClosed,
-    /// Decide with another limiter, normally over a
-    /// [`MemoryStore`](crate::store::MemoryStore) with its own, smaller quota
-    /// (e.g. the global quota divided by the number of app servers). Its
-    /// decisions are returned marked `degraded`. Build with
+    /// Decide with another limiter of the same kind, normally over a
+    /// [`MemoryStore`](crate::store::MemoryStore) with its own, smaller
+    /// limit (e.g. the global limit divided by the number of app servers).
+    /// Its decisions are returned marked `degraded`, with their own reason:
+    /// a client over the fallback's limit is answered 429. Build with
     /// [`FailurePolicy::fallback`].
     Fallback(Fallback),
-    /// Return the store's error to the caller
-    /// ([`Error::Store`]): for library users who decide themselves.
-    /// While the circuit is open the error is
-    /// [`StoreError::Unavailable`](crate::store::StoreError::Unavailable).
+    /// Return the store's error to the caller ([`Error::Store`]): for
+    /// library users who decide themselves. While the circuit is open the
+    /// error is [`StoreError::Unavailable`](crate::store::StoreError::Unavailable).
+    /// The layers answer 503.
     ReturnError,
 }
 
 impl FailurePolicy {
-    /// Decide with `limiter` when the store fails (see
-    /// [`Fallback`](Self::Fallback)).
-    pub fn fallback<B: Algorithm>(limiter: Limiter<B>) -> Self {
-        FailurePolicy::Fallback(Fallback::new(limiter))
+    /// Decide with `limiter` when the store fails: a
+    /// [`Limiter`](crate::Limiter) for a rate limiter, a
+    /// [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter) for a
+    /// concurrency limiter (building a limiter with the other kind is an
+    /// error naming `on_store_failure`).
+    pub fn fallback(limiter: impl Into<Fallback>) -> Self {
+        FailurePolicy::Fallback(limiter.into())
     }
 
     /// A short name for logs and metrics: `fail_open`, `fail_closed`,
@@ -80,30 +88,61 @@ impl FailurePolicy {
     }
 }
 
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The limiter of a [`FailurePolicy::Fallback`], of any algorithm.
+/// The limiter of a [`FailurePolicy::Fallback`], of any algorithm: made from
+/// a [`Limiter`](crate::Limiter) or a
+/// [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter) with
+/// `.into()`.
 ///
 /// Cheap to clone. The fallback keeps its own state: while it decides, the
 /// shared state in the store is neither read nor charged.
 #[derive(Clone)]
 pub struct Fallback {
-    limiter: Arc<dyn LocalLimiter>,
+    limiter: Arc<dyn FallbackLimiter>,
+}
+
+/// Which limiters a fallback can stand in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FallbackKind {
+    /// A rate limiter (`Limiter`).
+    Rate,
+    /// A concurrency limiter.
+    Concurrency,
+}
+
+/// A limiter with its type erased: what a fallback needs of it.
+pub(crate) trait FallbackLimiter: Send + Sync + fmt::Debug {
+    fn kind(&self) -> FallbackKind;
+    /// Its decision for the call the store could not make: a check, a peek
+    /// or a refund as `mode` says; `lease` the lease of a concurrency call.
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: u64,
+        mode: Mode,
+        lease: &'a str,
+    ) -> BoxFuture<'a, Result<Decision, Error>>;
 }
 
 impl Fallback {
-    /// Wrap `limiter`. Give it its own name (e.g. `api-local`) if it could
-    /// share a store with the primary limiter.
-    pub fn new<B: Algorithm>(limiter: Limiter<B>) -> Self {
-        Self {
-            limiter: Arc::new(limiter),
-        }
+    pub(crate) fn new(limiter: Arc<dyn FallbackLimiter>) -> Self {
+        Self { limiter }
     }
 
-    /// The fallback's decision, marked `degraded`: a check, a peek (cost 1,
-    /// nothing consumed) or a refund, as `mode` says.
-    pub(crate) async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Decision, Error> {
-        let mut d = self.limiter.decide(key, cost, mode).await?;
+    pub(crate) fn kind(&self) -> FallbackKind {
+        self.limiter.kind()
+    }
+
+    /// The fallback's decision, marked `degraded`.
+    pub(crate) async fn decide(
+        &self,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+        lease: &str,
+    ) -> Result<Decision, Error> {
+        let mut d = self.limiter.decide(key, cost, mode, lease).await?;
         d.degraded = true;
         Ok(d)
     }
@@ -112,30 +151,5 @@ impl Fallback {
 impl fmt::Debug for Fallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Fallback").field(&self.limiter).finish()
-    }
-}
-
-/// A limiter with its algorithm erased.
-trait LocalLimiter: Send + Sync + fmt::Debug {
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: u64,
-        mode: Mode,
-    ) -> BoxFuture<'a, Result<Decision, Error>>;
-}
-
-impl<B: Algorithm> LocalLimiter for Limiter<B> {
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: u64,
-        mode: Mode,
-    ) -> BoxFuture<'a, Result<Decision, Error>> {
-        match mode {
-            Mode::Peek => Box::pin(self.peek(key)),
-            Mode::Check => Box::pin(self.check(key, cost)),
-            Mode::Refund => Box::pin(self.refund(key, cost)),
-        }
     }
 }

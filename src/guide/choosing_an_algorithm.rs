@@ -65,13 +65,13 @@
 //! [`ManualClock`] (the same code runs on Redis):
 //!
 //! ```
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), floodgate::Error> {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use floodgate::algorithm::*;
 //! use floodgate::{clock::ManualClock, store::MemoryStore, Limiter};
 //! use std::time::Duration;
 //!
 //! /// How many of 15 requests at 0.990 s and 15 at 1.010 s are admitted.
-//! async fn boundary_burst<A: Algorithm>(algorithm: A) -> Result<(usize, usize), floodgate::Error> {
+//! async fn boundary_burst<A: Algorithm>(algorithm: A) -> Result<(usize, usize), Box<dyn std::error::Error>> {
 //!     let t0 = 1_791_860_000_000; // a window boundary
 //!     let clock = ManualClock::new(t0);
 //!     let limiter = Limiter::builder(MemoryStore::new(), algorithm).clock(clock.clone()).build()?;
@@ -128,6 +128,7 @@
 //! panicking (for limits read from configuration files):
 //!
 //! ```
+//! # fn main() -> Result<(), floodgate::ConfigError> {
 //! use floodgate::algorithm::*;
 //! use std::time::Duration;
 //!
@@ -136,23 +137,24 @@
 //! let logins = SlidingLog::new(5, 15 * minute);       // exactly 5 in any 15 minutes
 //! let daily = FixedWindow::new(10_000, 24 * 60 * minute); // 10 000 per UTC day
 //! let bursty = TokenBucket::new(40, 20.0);            // bursts of 40, then 20/s
-//! let same = Gcra::new(20, Duration::from_secs(1)).burst(40); // the same admissions
+//! let same = Gcra::new(20, Duration::from_secs(1)).try_burst(40)?; // the same admissions
 //! let smooth = LeakyBucket::new(21, 10.0);            // nginx `rate=10r/s burst=20`
 //!
 //! let err = SlidingWindow::try_new(100, Duration::from_micros(1500)).unwrap_err();
 //! assert_eq!(err.field(), "window");
 //! assert_eq!(err.to_string(), "invalid `window`: must be a whole number of milliseconds");
+//! # Ok(()) }
 //! ```
 //!
 //! - A window or period is whole milliseconds, at least 1 ms; a limit,
 //!   capacity or burst at least 1.
 //! - [`Gcra::new(limit, period)`](crate::algorithm::Gcra::new) admits `limit` per `period` at
 //!   an even pace, one every `period / limit`; its burst defaults to `limit`.
-//!   `Gcra::new(10, 1 s).burst(1)` allows no burst at all: one request every
+//!   `Gcra::new(10, 1 s)` with a burst of 1 allows no burst at all: one request every
 //!   100 ms. go-redis/redis_rate's `Burst` is the same number; redis-cell's
 //!   `max_burst` is one less.
 //! - [`TokenBucket::new(capacity, refill_per_sec)`](crate::algorithm::TokenBucket::new) is
-//!   exactly `Gcra::new(refill_per_sec, 1 s).burst(capacity)` for whole
+//!   exactly `Gcra::new(refill_per_sec, 1 s)` with a burst of `capacity` for whole
 //!   rates; what differs is the policy it reports to clients (see
 //!   [`headers_and_clients`](super::headers_and_clients)): the bucket
 //!   reports its capacity per time to refill fully, GCRA its limit per period.

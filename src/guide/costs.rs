@@ -140,7 +140,7 @@
 //! back (work that failed, or that a later check made unnecessary):
 //!
 //! ```
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), floodgate::Error> {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use floodgate::{algorithm::SlidingWindow, store::MemoryStore, Limiter};
 //! use std::time::Duration;
 //!

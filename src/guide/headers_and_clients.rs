@@ -39,9 +39,8 @@
 //! use std::time::Duration;
 //! use tower::ServiceExt;
 //!
-//! let limits = Limits::new()
-//!     .with("second", FixedWindow::new(2, Duration::from_secs(1)))
-//!     .with("day", FixedWindow::new(1_000, Duration::from_secs(86_400)));
+//! let limits = Limits::new("second", FixedWindow::new(2, Duration::from_secs(1)))
+//!     .try_with("day", FixedWindow::new(1_000, Duration::from_secs(86_400)))?;
 //! let clock = ManualClock::new(400);
 //! let limiter = Limiter::builder(MemoryStore::new(), limits).clock(clock).build()?;
 //! let app = Router::new()
@@ -177,13 +176,13 @@
 //! ```
 //! # use floodgate::{algorithm::Gcra, key::PeerIp, store::MemoryStore, Limiter};
 //! # use std::time::Duration;
-//! use floodgate::layer::{RateLimitLayer, Reason};
+//! use floodgate::layer::{RateLimitLayer, RejectionKind};
 //! use http::header::{CONTENT_TYPE, HeaderValue};
 //!
 //! # let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
 //! let layer = RateLimitLayer::new(limiter, PeerIp::new()).on_rejection(|rejection| {
 //!     let mut res = rejection.default_response();
-//!     if matches!(rejection.reason, Reason::Limited { .. }) && !rejection.grpc {
+//!     if matches!(rejection.kind, RejectionKind::Limited { .. }) && !rejection.grpc {
 //!         *res.body_mut() = "Too many requests. Please wait a moment.\n".into();
 //!         res.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
 //!     }

@@ -9,10 +9,10 @@
 //!
 //! | metric | kind | labels | watch for |
 //! |---|---|---|---|
-//! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied` | the share denied, per limiter: a jump is an attack, a broken client, or a limit set too low |
+//! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied`, `reason` = [why](crate::Reason) (`within_limit`, `over_limit`, `cost_too_high`, `fail_open`, `fail_closed`) | the share denied, per limiter: a jump is an attack, a broken client, or a limit set too low; `cost_too_high` is a client asking for more than a limit can ever hold. Counts charges (checks, the layers' charges, acquires), not peeks, refunds or releases |
 //! | `floodgate_degraded_total` | counter | `limiter` | anything above zero: the store is failing and the [failure policy](super::failures) is deciding |
 //! | `floodgate_cache_hits_total` | counter | `limiter` | denials answered by the [deny cache](super::redis_and_cluster#clients-that-keep-hammering-the-deny-cache) without calling the store (also counted in `floodgate_decisions_total` as denied) |
-//! | `floodgate_decision_seconds` | histogram | `limiter` | the time to decide, Redis round trip included: well under a millisecond on a healthy local network; near the timeout (100 ms) means trouble. Redis stores only: a memory decision takes about 100 ns and is not timed |
+//! | `floodgate_decision_seconds` | histogram | `limiter` | the time of every call to Redis (charges, peeks, refunds, releases), round trip included: well under a millisecond on a healthy local network; near the timeout (100 ms) means trouble. Redis stores only: a memory decision takes about 100 ns and is not timed |
 //!
 //! **Install the recorder before building limiters.** Each limiter registers
 //! its counters once, when it is built, so that a decision does no lookup;
@@ -36,8 +36,8 @@
 //!
 //! // Serve this on a `/metrics` route (see examples/prometheus.rs).
 //! let text = prometheus.render();
-//! assert!(text.contains(r#"floodgate_decisions_total{limiter="api",outcome="allowed"} 2"#));
-//! assert!(text.contains(r#"floodgate_decisions_total{limiter="api",outcome="denied"} 1"#));
+//! assert!(text.contains(r#"floodgate_decisions_total{limiter="api",outcome="allowed",reason="within_limit"} 2"#));
+//! assert!(text.contains(r#"floodgate_decisions_total{limiter="api",outcome="denied",reason="over_limit"} 1"#));
 //! # Ok(()) }
 //! ```
 //!

@@ -58,7 +58,7 @@
 //!     let client_ip = ClientIp::new().trust_loopback();
 //!
 //!     // Abuse protection for the whole API: fail open (the default).
-//!     let api = Limiter::builder(store.clone(), Gcra::new(20, Duration::from_secs(1)).burst(40))
+//!     let api = Limiter::builder(store.clone(), Gcra::new(20, Duration::from_secs(1)).try_burst(40)?)
 //!         .name("api")
 //!         .on_store_failure(FailurePolicy::FailOpen)
 //!         .build()?;

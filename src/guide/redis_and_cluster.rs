@@ -61,8 +61,8 @@
 //! 70 000 decisions per second from one client process on a busy 2-core
 //! machine, within 3 to 15 % of the bare Redis call; Redis spends about 10 µs
 //! of CPU per decision, so one Redis core takes on the order of 100 000 per
-//! second. [`from_pool`](crate::store::RedisStore::from_pool) takes a
-//! deadpool-redis pool you configured yourself (TLS, auth).
+//! second. Authentication, the database and TLS (`rediss://`) are in the
+//! URL.
 //!
 //! # One function, one key per client
 //!

@@ -14,14 +14,13 @@
 //! never slip between them.
 //!
 //! ```
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), floodgate::Error> {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use floodgate::algorithm::{FixedWindow, Limits, SlidingWindow};
 //! use floodgate::{clock::ManualClock, store::MemoryStore, Limiter};
 //! use std::time::Duration;
 //!
-//! let limits = Limits::new()
-//!     .with("second", SlidingWindow::new(3, Duration::from_secs(1)))
-//!     .with("day", FixedWindow::new(5, Duration::from_secs(86_400)));
+//! let limits = Limits::new("second", SlidingWindow::new(3, Duration::from_secs(1)))
+//!     .try_with("day", FixedWindow::new(5, Duration::from_secs(86_400)))?;
 //! let clock = ManualClock::new(0);
 //! let limiter = Limiter::builder(MemoryStore::new(), limits).clock(clock.clone()).build()?;
 //!
@@ -60,7 +59,7 @@
 //!
 //! Customers on different plans need different limits, and a customer who
 //! upgrades should not start over. Give the layer a function that picks the
-//! quota per request, [`RateLimitLayer::quota`](crate::layer::RateLimitLayer::quota)
+//! quota per request, [`RateLimitLayer::limits_for`](crate::layer::RateLimitLayer::limits_for)
 //! (typically from what your auth layer put in the request); `None` keeps
 //! the limiter's own. Without HTTP, [`Limiter::check_with`](crate::Limiter::check_with)
 //! does the same for one call. The key's state is shared across quotas: a
@@ -82,7 +81,7 @@
 //!
 //! // Over HTTP: the plan is a request extension set by your auth layer.
 //! let layer = RateLimitLayer::new(limiter.clone(), Header::try_new("x-api-key")?)
-//!     .quota(move |req| match req.extensions().get::<Plan>()? {
+//!     .limits_for(move |req| match req.extensions().get::<Plan>()? {
 //!         Plan::Free => None, // the limiter's own
 //!         Plan::Pro => Some(pro),
 //!     });
@@ -90,7 +89,7 @@
 //! // Without HTTP:
 //! let d = limiter.check_with("acme", 1, &pro).await?;
 //! assert_eq!(d.combined.limit, 100);
-//! assert_eq!(d.each[0].policy.quota, 100); // what RateLimit-Policy reports
+//! assert_eq!(d.each[0].quota.units, 100); // what RateLimit-Policy reports
 //! assert_eq!(limiter.check("acme", 1).await?.limit, 10);
 //! # Ok(()) }
 //! ```
@@ -126,7 +125,8 @@
 //! ```
 //! use axum::{body::Body, extract::ConnectInfo, http::{Request, StatusCode}, routing::post, Router};
 //! use floodgate::algorithm::SlidingLog;
-//! use floodgate::concurrency::{ConcurrencyLimitLayer, ConcurrencyLimiter};
+//! use floodgate::concurrency::ConcurrencyLimiter;
+//! use floodgate::layer::ConcurrencyLimitLayer;
 //! use floodgate::{key::PeerIp, layer::RateLimitLayer, store::MemoryStore, Limiter};
 //! use std::{net::SocketAddr, time::Duration};
 //! use tower::ServiceExt;
@@ -189,7 +189,7 @@
 //!
 //! Rate limits bound how many requests start per second; they do not bound
 //! how many run at once. Slow requests (uploads, reports, long polls) pile
-//! up even at a modest rate. [`ConcurrencyLimitLayer`](crate::concurrency::ConcurrencyLimitLayer)
+//! up even at a modest rate. [`ConcurrencyLimitLayer`](crate::layer::ConcurrencyLimitLayer)
 //! allows at most `max` requests in flight per key, across all app servers
 //! when the store is Redis, and answers the next one `429` (gRPC:
 //! `RESOURCE_EXHAUSTED`) with `Retry-After: 1` at once. Each request holds a
@@ -200,7 +200,8 @@
 //!
 //! ```
 //! use axum::{body::Body, http::{Request, StatusCode}, routing::post, Router};
-//! use floodgate::concurrency::{ConcurrencyLimitLayer, ConcurrencyLimiter};
+//! use floodgate::concurrency::ConcurrencyLimiter;
+//! use floodgate::layer::ConcurrencyLimitLayer;
 //! use floodgate::{key::Header, store::MemoryStore};
 //! use std::time::Duration;
 //! use tower::ServiceExt;

@@ -124,7 +124,7 @@
 //! their own:
 //!
 //! ```
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), floodgate::Error> {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use floodgate::{algorithm::SlidingLog, clock::ManualClock, store::MemoryStore, Limiter};
 //! use std::time::Duration;
 //!

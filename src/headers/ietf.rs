@@ -10,23 +10,23 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::HeaderValue;
 
-use super::report::{ceil_secs, most_restrictive, PolicyReport};
+use super::report::{ceil_secs, most_restrictive, LimitReport};
 
 /// RFC 9651 Integers stop at 15 digits.
 const MAX_INTEGER: u64 = 999_999_999_999_999;
 
 /// `"name";q=<quota>;w=<window>` for each non-degraded report, in order.
-pub(crate) fn policy_field(reports: &[PolicyReport<'_>]) -> Option<HeaderValue> {
+pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     let mut buf = Vec::new();
     for report in reports.iter().filter(|r| !r.decision.degraded) {
         if !buf.is_empty() {
             buf.extend_from_slice(b", ");
         }
-        let window = window_secs(report.policy.window);
+        let window = window_secs(report.quota.window);
         push_item(
             &mut buf,
             report.name,
-            (b'q', report.policy.quota),
+            (b'q', report.quota.units),
             (b'w', window),
         );
     }
@@ -34,7 +34,7 @@ pub(crate) fn policy_field(reports: &[PolicyReport<'_>]) -> Option<HeaderValue> 
 }
 
 /// `"name";r=<remaining>;t=<seconds>` for the most restrictive report.
-pub(crate) fn limit_field(reports: &[PolicyReport<'_>]) -> Option<HeaderValue> {
+pub(crate) fn limit_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     let report = most_restrictive(reports)?;
     let (r, t) = (report.decision.remaining, ceil_secs(report.wait()));
     let name = report.name;
@@ -94,7 +94,7 @@ impl Sink for Small {
 }
 
 /// One list item: the name as an RFC 9651 String (sanitized as
-/// [`PolicyReport`] documents, `"` and `\` escaped), then two Integer
+/// [`LimitReport`] documents, `"` and `\` escaped), then two Integer
 /// parameters, saturated at 15 digits.
 fn push_item(buf: &mut impl Sink, name: &str, a: (u8, u64), b: (u8, u64)) {
     buf.put(b"\"");
@@ -136,8 +136,8 @@ fn header_value(buf: Vec<u8>) -> Option<HeaderValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Policy;
-    use crate::Decision;
+    use crate::algorithm::Quota;
+    use crate::{Decision, Reason};
     use proptest::prelude::*;
 
     fn decision(remaining: u64, reset: Duration) -> Decision {
@@ -148,12 +148,13 @@ mod tests {
             reset_after: reset,
             retry_after: None,
             delay: Duration::ZERO,
+            reason: Reason::WithinLimit,
             degraded: false,
         }
     }
 
-    fn policy(quota: u64, window: Duration) -> Policy {
-        Policy { quota, window }
+    fn quota(units: u64, window: Duration) -> Quota {
+        Quota { units, window }
     }
 
     #[test]
@@ -161,8 +162,8 @@ mod tests {
         let burst = decision(50, Duration::from_secs(30));
         let daily = decision(900, Duration::from_secs(80_000));
         let reports = [
-            PolicyReport::new("burst", policy(100, Duration::from_secs(60)), &burst),
-            PolicyReport::new("daily", policy(1000, Duration::from_secs(86_400)), &daily),
+            LimitReport::new("burst", quota(100, Duration::from_secs(60)), &burst),
+            LimitReport::new("daily", quota(1000, Duration::from_secs(86_400)), &daily),
         ];
         assert_eq!(
             policy_field(&reports).unwrap(),
@@ -182,7 +183,7 @@ mod tests {
     #[test]
     fn huge_values_saturate() {
         let d = decision(u64::MAX, Duration::MAX);
-        let reports = [PolicyReport::new("x", policy(u64::MAX, Duration::MAX), &d)];
+        let reports = [LimitReport::new("x", quota(u64::MAX, Duration::MAX), &d)];
         assert_eq!(
             policy_field(&reports).unwrap(),
             r#""x";q=999999999999999;w=999999999999999"#
@@ -196,11 +197,11 @@ mod tests {
     #[test]
     fn escapes_and_sanitizes_names() {
         let d = decision(1, Duration::ZERO);
-        let p = policy(1, Duration::from_secs(1));
+        let p = quota(1, Duration::from_secs(1));
         let reports = [
-            PolicyReport::new("a\"b\\c", p, &d),
-            PolicyReport::new("\u{e9}\r\n", p, &d),
-            PolicyReport::new("", p, &d),
+            LimitReport::new("a\"b\\c", p, &d),
+            LimitReport::new("\u{e9}\r\n", p, &d),
+            LimitReport::new("", p, &d),
         ];
         assert_eq!(
             policy_field(&reports).unwrap(),
@@ -211,10 +212,10 @@ mod tests {
     #[test]
     fn long_names_are_written_whole() {
         let d = decision(7, Duration::from_secs(2));
-        let p = policy(1, Duration::from_secs(1));
+        let p = quota(1, Duration::from_secs(1));
         for len in [53, 54, 60, 200] {
             let name = "\"".repeat(len);
-            let reports = [PolicyReport::new(&name, p, &d)];
+            let reports = [LimitReport::new(&name, p, &d)];
             let expected = format!("\"{}\";r=7;t=2", "\\\"".repeat(len));
             assert_eq!(limit_field(&reports).unwrap(), expected.as_str());
         }
@@ -226,11 +227,7 @@ mod tests {
         assert!(limit_field(&[]).is_none());
         let mut d = decision(1, Duration::ZERO);
         d.degraded = true;
-        let reports = [PolicyReport::new(
-            "a",
-            policy(1, Duration::from_secs(1)),
-            &d,
-        )];
+        let reports = [LimitReport::new("a", quota(1, Duration::from_secs(1)), &d)];
         assert!(policy_field(&reports).is_none());
         assert!(limit_field(&reports).is_none());
     }
@@ -282,17 +279,17 @@ mod tests {
                 .iter()
                 .map(|(_, _, _, remaining, reset)| decision(*remaining, Duration::from_millis(*reset)))
                 .collect();
-            let reports: Vec<PolicyReport<'_>> = items
+            let reports: Vec<LimitReport<'_>> = items
                 .iter()
                 .zip(&decisions)
-                .map(|((name, quota, window, _, _), d)| {
-                    PolicyReport::new(name, policy(*quota, Duration::from_secs(*window)), d)
+                .map(|((name, units, window, _, _), d)| {
+                    LimitReport::new(name, quota(*units, Duration::from_secs(*window)), d)
                 })
                 .collect();
 
             let expected: Vec<_> = reports
                 .iter()
-                .map(|r| (r.name, ("q", r.policy.quota), ("w", window_secs(r.policy.window))))
+                .map(|r| (r.name, ("q", r.quota.units), ("w", window_secs(r.quota.window))))
                 .collect();
             let ours = policy_field(&reports).unwrap();
             prop_assert_eq!(ours.to_str().unwrap(), sfv_field(&expected).unwrap());

@@ -4,14 +4,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderValue};
 
-use super::report::{ceil_secs, most_restrictive, PolicyReport};
+use super::report::{ceil_secs, most_restrictive, LimitReport};
 use super::{ResetUnit, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET};
 
 /// Writes the three fields for the most restrictive report, replacing any
 /// present: they are single numbers, so two values would be ambiguous.
 pub(crate) fn write(
     reset: ResetUnit,
-    reports: &[PolicyReport<'_>],
+    reports: &[LimitReport<'_>],
     now: SystemTime,
     headers: &mut HeaderMap,
 ) {

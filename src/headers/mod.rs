@@ -7,9 +7,9 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use floodgate::algorithm::Policy;
-//! use floodgate::headers::{write_headers, HeaderStyle, PolicyReport};
-//! use floodgate::Decision;
+//! use floodgate::algorithm::Quota;
+//! use floodgate::headers::{write_headers, HeaderStyle, LimitReport};
+//! use floodgate::{Decision, Reason};
 //!
 //! let decision = Decision {
 //!     allowed: true,
@@ -18,10 +18,11 @@
 //!     reset_after: Duration::from_millis(16_200),
 //!     retry_after: None,
 //!     delay: Duration::ZERO,
+//!     reason: Reason::WithinLimit,
 //!     degraded: false,
 //! };
-//! let policy = Policy { quota: 100, window: Duration::from_secs(60) };
-//! let reports = [PolicyReport::new("api", policy, &decision)];
+//! let quota = Quota { units: 100, window: Duration::from_secs(60) };
+//! let reports = [LimitReport::new("api", quota, &decision)];
 //!
 //! let mut headers = http::HeaderMap::new();
 //! write_headers(HeaderStyle::Ietf, &reports, &mut headers);
@@ -42,7 +43,7 @@ use std::time::{Duration, SystemTime};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-pub use report::PolicyReport;
+pub use report::LimitReport;
 pub use style::{HeaderStyle, ResetUnit};
 
 pub(crate) use report::ceil_secs;
@@ -62,7 +63,7 @@ pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-r
 /// only for [`ResetUnit::EpochSeconds`].
 ///
 /// See [`write_headers_at`].
-pub fn write_headers(style: HeaderStyle, reports: &[PolicyReport<'_>], headers: &mut HeaderMap) {
+pub fn write_headers(style: HeaderStyle, reports: &[LimitReport<'_>], headers: &mut HeaderMap) {
     write_headers_at(style, reports, SystemTime::now(), headers);
 }
 
@@ -83,9 +84,9 @@ pub fn write_headers(style: HeaderStyle, reports: &[PolicyReport<'_>], headers: 
 ///
 /// ```
 /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
-/// use floodgate::algorithm::Policy;
-/// use floodgate::headers::{write_headers_at, HeaderStyle, PolicyReport, ResetUnit};
-/// use floodgate::Decision;
+/// use floodgate::algorithm::Quota;
+/// use floodgate::headers::{write_headers_at, HeaderStyle, LimitReport, ResetUnit};
+/// use floodgate::{Decision, Reason};
 ///
 /// let decision = Decision {
 ///     allowed: false,
@@ -94,10 +95,11 @@ pub fn write_headers(style: HeaderStyle, reports: &[PolicyReport<'_>], headers: 
 ///     reset_after: Duration::from_secs(30),
 ///     retry_after: Some(Duration::from_millis(500)),
 ///     delay: Duration::ZERO,
+///     reason: Reason::OverLimit,
 ///     degraded: false,
 /// };
-/// let policy = Policy { quota: 100, window: Duration::from_secs(60) };
-/// let reports = [PolicyReport::new("api", policy, &decision)];
+/// let quota = Quota { units: 100, window: Duration::from_secs(60) };
+/// let reports = [LimitReport::new("api", quota, &decision)];
 /// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
 ///
 /// let mut headers = http::HeaderMap::new();
@@ -109,7 +111,7 @@ pub fn write_headers(style: HeaderStyle, reports: &[PolicyReport<'_>], headers: 
 /// ```
 pub fn write_headers_at(
     style: HeaderStyle,
-    reports: &[PolicyReport<'_>],
+    reports: &[LimitReport<'_>],
     now: SystemTime,
     headers: &mut HeaderMap,
 ) {
@@ -121,7 +123,7 @@ pub fn write_headers_at(
 /// the layer builds it once).
 pub(crate) fn write_with_policy(
     style: HeaderStyle,
-    reports: &[PolicyReport<'_>],
+    reports: &[LimitReport<'_>],
     now: SystemTime,
     headers: &mut HeaderMap,
     policy: Option<&HeaderValue>,
@@ -138,11 +140,11 @@ pub(crate) fn write_with_policy(
 }
 
 /// The `RateLimit-Policy` value of `reports`, if any is not degraded.
-pub(crate) fn policy_field(reports: &[PolicyReport<'_>]) -> Option<HeaderValue> {
+pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     ietf::policy_field(reports)
 }
 
-fn write_ietf(reports: &[PolicyReport<'_>], headers: &mut HeaderMap, policy: Option<&HeaderValue>) {
+fn write_ietf(reports: &[LimitReport<'_>], headers: &mut HeaderMap, policy: Option<&HeaderValue>) {
     let policy = match policy {
         Some(v) if !reports.is_empty() && reports.iter().all(|r| !r.decision.degraded) => {
             Some(v.clone())
@@ -176,8 +178,8 @@ pub fn retry_after_secs(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Policy;
-    use crate::Decision;
+    use crate::algorithm::Quota;
+    use crate::{Decision, Reason};
 
     fn decision(degraded: bool) -> Decision {
         Decision {
@@ -187,16 +189,17 @@ mod tests {
             reset_after: Duration::from_millis(2_500),
             retry_after: None,
             delay: Duration::ZERO,
+            reason: Reason::WithinLimit,
             degraded,
         }
     }
 
-    const POLICY: Policy = Policy {
-        quota: 10,
+    const QUOTA: Quota = Quota {
+        units: 10,
         window: Duration::from_secs(10),
     };
 
-    fn written(style: HeaderStyle, reports: &[PolicyReport<'_>]) -> HeaderMap {
+    fn written(style: HeaderStyle, reports: &[LimitReport<'_>]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         write_headers_at(style, reports, SystemTime::UNIX_EPOCH, &mut headers);
         headers
@@ -205,7 +208,7 @@ mod tests {
     #[test]
     fn both_writes_ietf_and_delta_legacy() {
         let d = decision(false);
-        let h = written(HeaderStyle::Both, &[PolicyReport::new("p", POLICY, &d)]);
+        let h = written(HeaderStyle::Both, &[LimitReport::new("p", QUOTA, &d)]);
         assert_eq!(h[RATELIMIT], r#""p";r=4;t=3"#);
         assert_eq!(h[RATELIMIT_POLICY], r#""p";q=10;w=10"#);
         assert_eq!(h[X_RATELIMIT_LIMIT], "10");
@@ -218,18 +221,18 @@ mod tests {
     fn none_and_degraded_write_nothing() {
         let ok = decision(false);
         let bad = decision(true);
-        assert!(written(HeaderStyle::None, &[PolicyReport::new("p", POLICY, &ok)]).is_empty());
-        assert!(written(HeaderStyle::Both, &[PolicyReport::new("p", POLICY, &bad)]).is_empty());
+        assert!(written(HeaderStyle::None, &[LimitReport::new("p", QUOTA, &ok)]).is_empty());
+        assert!(written(HeaderStyle::Both, &[LimitReport::new("p", QUOTA, &bad)]).is_empty());
         assert!(written(HeaderStyle::Both, &[]).is_empty());
     }
 
     #[test]
     fn ietf_fields_append_to_an_inner_limiters() {
         let d = decision(false);
-        let mut h = written(HeaderStyle::Ietf, &[PolicyReport::new("inner", POLICY, &d)]);
+        let mut h = written(HeaderStyle::Ietf, &[LimitReport::new("inner", QUOTA, &d)]);
         write_headers_at(
             HeaderStyle::Ietf,
-            &[PolicyReport::new("outer", POLICY, &d)],
+            &[LimitReport::new("outer", QUOTA, &d)],
             SystemTime::UNIX_EPOCH,
             &mut h,
         );

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use crate::algorithm::Policy;
+use crate::algorithm::Quota;
 use crate::Decision;
 
 /// One policy's decision for a request: what the header fields and rejection
@@ -18,21 +18,21 @@ use crate::Decision;
 /// bodies alike, so a client can match them up: `"café"` is sent as
 /// `"caf_"`. Quotes and backslashes are kept (they are escaped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PolicyReport<'a> {
+pub struct LimitReport<'a> {
     /// The policy's name, `"default"` unless configured.
     pub name: &'a str,
-    /// The policy's quota and window.
-    pub policy: Policy,
+    /// The limit's quota: units per window.
+    pub quota: Quota,
     /// The decision the policy made for this request.
     pub decision: &'a Decision,
 }
 
-impl<'a> PolicyReport<'a> {
+impl<'a> LimitReport<'a> {
     /// A report of `decision` made under the policy `name`.
-    pub fn new(name: &'a str, policy: Policy, decision: &'a Decision) -> Self {
+    pub fn new(name: &'a str, quota: Quota, decision: &'a Decision) -> Self {
         Self {
             name,
-            policy,
+            quota,
             decision,
         }
     }
@@ -74,15 +74,15 @@ pub(crate) fn sanitize_name(name: &str) -> Cow<'_, str> {
 /// requests left (possible when a costly request is denied with
 /// `remaining > 0`).
 pub(crate) fn most_restrictive<'r, 'a>(
-    reports: &'r [PolicyReport<'a>],
-) -> Option<&'r PolicyReport<'a>> {
+    reports: &'r [LimitReport<'a>],
+) -> Option<&'r LimitReport<'a>> {
     reports
         .iter()
         .filter(|r| !r.decision.degraded)
         .min_by(|a, b| restrictiveness(a, b))
 }
 
-fn restrictiveness(a: &PolicyReport<'_>, b: &PolicyReport<'_>) -> Ordering {
+fn restrictiveness(a: &LimitReport<'_>, b: &LimitReport<'_>) -> Ordering {
     // `false < true`, so a denial sorts first.
     a.decision
         .allowed
@@ -100,6 +100,7 @@ pub(crate) fn ceil_secs(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Reason;
 
     fn decision(allowed: bool, remaining: u64, reset_ms: u64, retry_ms: Option<u64>) -> Decision {
         Decision {
@@ -109,12 +110,17 @@ mod tests {
             reset_after: Duration::from_millis(reset_ms),
             retry_after: retry_ms.map(Duration::from_millis),
             delay: Duration::ZERO,
+            reason: if allowed {
+                Reason::WithinLimit
+            } else {
+                Reason::OverLimit
+            },
             degraded: false,
         }
     }
 
-    const POLICY: Policy = Policy {
-        quota: 10,
+    const QUOTA: Quota = Quota {
+        units: 10,
         window: Duration::from_secs(1),
     };
 
@@ -132,16 +138,16 @@ mod tests {
         let b = decision(false, 3, 100, Some(100));
         let c = decision(true, 0, 900, None);
         let reports = [
-            PolicyReport::new("a", POLICY, &a),
-            PolicyReport::new("b", POLICY, &b),
-            PolicyReport::new("c", POLICY, &c),
+            LimitReport::new("a", QUOTA, &a),
+            LimitReport::new("b", QUOTA, &b),
+            LimitReport::new("c", QUOTA, &c),
         ];
         assert_eq!(most_restrictive(&reports).map(|r| r.name), Some("b"));
         assert_eq!(most_restrictive(&reports[..1]).map(|r| r.name), Some("a"));
         let d = decision(true, 0, 100, None);
         let tie = [
-            PolicyReport::new("d", POLICY, &d),
-            PolicyReport::new("c", POLICY, &c),
+            LimitReport::new("d", QUOTA, &d),
+            LimitReport::new("c", QUOTA, &c),
         ];
         assert_eq!(most_restrictive(&tie).map(|r| r.name), Some("c"));
     }
@@ -150,7 +156,7 @@ mod tests {
     fn degraded_reports_are_never_chosen() {
         let mut a = decision(false, 0, 500, Some(500));
         a.degraded = true;
-        let reports = [PolicyReport::new("a", POLICY, &a)];
+        let reports = [LimitReport::new("a", QUOTA, &a)];
         assert!(most_restrictive(&reports).is_none());
     }
 
@@ -158,7 +164,7 @@ mod tests {
     fn wait_is_the_later_of_reset_and_retry() {
         let a = decision(false, 0, 500, Some(2_000));
         assert_eq!(
-            PolicyReport::new("a", POLICY, &a).wait(),
+            LimitReport::new("a", QUOTA, &a).wait(),
             Duration::from_secs(2)
         );
     }

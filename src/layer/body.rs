@@ -1,35 +1,50 @@
 //! The body of a limited response: the inner service's, or a rejection's.
 
+use crate::concurrency::Lease;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 pin_project! {
-    /// Response body of [`RateLimit`](super::RateLimit): the inner
-    /// service's body, untouched, or the small body of a rejection the layer
-    /// answered itself. No boxing either way.
-    // pin-project-lite takes no doc comments on variant fields.
-    #[allow(missing_docs)]
-    #[project = BodyProj]
-    pub enum RateLimitBody<B> {
-        /// The inner service's body.
-        Inner { #[pin] body: B },
-        /// A rejection built by the layer: the bytes not yet sent.
+    /// Response body of both layers: the inner service's body, untouched
+    /// (holding the request's concurrency lease, if any, until it ends or
+    /// is dropped), or the small body of a rejection the layer answered
+    /// itself. No boxing either way.
+    pub struct ResponseBody<B> {
+        #[pin]
+        inner: Inner<B>,
+    }
+}
+
+pin_project! {
+    #[project = InnerProj]
+    enum Inner<B> {
+        Service { #[pin] body: B, lease: Option<Box<Lease>> },
         Full { data: Option<Bytes> },
     }
 }
 
-impl<B> RateLimitBody<B> {
+impl<B> ResponseBody<B> {
+    /// The inner service's body, holding `lease` until it ends.
+    pub(crate) fn service(body: B, lease: Option<Box<Lease>>) -> Self {
+        Self {
+            inner: Inner::Service { body, lease },
+        }
+    }
+
+    /// The body of a rejection.
     pub(crate) fn full(data: Bytes) -> Self {
-        RateLimitBody::Full {
-            data: (!data.is_empty()).then_some(data),
+        Self {
+            inner: Inner::Full {
+                data: (!data.is_empty()).then_some(data),
+            },
         }
     }
 }
 
-impl<B: Body<Data = Bytes>> Body for RateLimitBody<B> {
+impl<B: Body<Data = Bytes>> Body for ResponseBody<B> {
     type Data = Bytes;
     type Error = B::Error;
 
@@ -37,23 +52,31 @@ impl<B: Body<Data = Bytes>> Body for RateLimitBody<B> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        match self.project() {
-            BodyProj::Inner { body } => body.poll_frame(cx),
-            BodyProj::Full { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+        match self.project().inner.project() {
+            InnerProj::Service { body, lease } => {
+                let frame = ready!(body.poll_frame(cx));
+                if frame.is_none() {
+                    // The response is complete: free the slot now, not when
+                    // the connection gets around to dropping the body.
+                    lease.take();
+                }
+                Poll::Ready(frame)
+            }
+            InnerProj::Full { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        match self {
-            RateLimitBody::Inner { body } => body.is_end_stream(),
-            RateLimitBody::Full { data } => data.is_none(),
+        match &self.inner {
+            Inner::Service { body, .. } => body.is_end_stream(),
+            Inner::Full { data } => data.is_none(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self {
-            RateLimitBody::Inner { body } => body.size_hint(),
-            RateLimitBody::Full { data } => {
+        match &self.inner {
+            Inner::Service { body, .. } => body.size_hint(),
+            Inner::Full { data } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
         }

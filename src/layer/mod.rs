@@ -1,37 +1,44 @@
-//! The tower layer: [`RateLimitLayer`] for axum, tonic and any tower service.
+//! The tower layers: [`RateLimitLayer`] (rate limits) and
+//! [`ConcurrencyLimitLayer`] (requests in flight), for axum, tonic and any
+//! tower service.
 //!
-//! For each request the layer takes a key with a
-//! [`KeyExtractor`](crate::key::KeyExtractor), prices the request (default
-//! 1; see [`RateLimitLayer::cost`], [`RateLimitLayer::cost_fn`] and the
-//! [`Cost`] extension), and asks its [`Limiter`](crate::Limiter):
+//! For each request a layer takes a key with a
+//! [`KeyExtractor`](crate::key::KeyExtractor), starts its limiter's decision
+//! (the rate-limit layer prices the request first: default 1; see
+//! [`RateLimitLayer::cost`], [`RateLimitLayer::cost_fn`] and the [`Cost`]
+//! extension), and then, by the decision's [`Reason`](crate::Reason):
 //!
 //! - admitted: the inner service is called (after the leaky bucket's delay,
-//!   if any) and its response gets the rate-limit headers;
-//! - denied: the layer answers at once, 429 with `Retry-After` and an RFC
-//!   9457 problem+json body, or for gRPC a trailers-only `RESOURCE_EXHAUSTED`
-//!   with `RetryInfo` and `QuotaFailure` details, never an HTTP 429;
+//!   if any) and its response gets the rate-limit headers; a concurrency
+//!   lease is held until the response body ends;
+//! - over a limit: the layer answers at once, 429 with `Retry-After` and an
+//!   RFC 9457 problem+json body, or for gRPC a trailers-only
+//!   `RESOURCE_EXHAUSTED` with `RetryInfo` and `QuotaFailure` details,
+//!   never an HTTP 429;
 //! - no key: 400 problem+json (gRPC: `INVALID_ARGUMENT`) naming why;
-//! - store down and the limiter's failure policy denies: 503 (gRPC:
-//!   `UNAVAILABLE`), with no rate-limit headers, since they would be false.
+//! - store down and the failure policy denies: 503 (gRPC: `UNAVAILABLE`),
+//!   with no rate-limit headers, since they would be false.
 //!
-//! Every answer the layer gives by itself can be replaced with
-//! [`RateLimitLayer::on_rejection`].
+//! Both layers share one response future ([`ResponseFuture`]), one body
+//! ([`ResponseBody`]) and one rejection path: every answer a layer gives by
+//! itself can be replaced with `on_rejection`. A decision the store makes at
+//! once (the memory store, or the deny cache) is served without a future of
+//! its own, as a synchronous middleware would.
 
+mod answer;
 mod body;
+mod concurrency;
 mod cost;
 mod future;
-// tower-http's layout: one folder per concern with layer.rs, service.rs, future.rs.
-#[allow(clippy::module_inception)]
-mod layer;
-mod rejection;
-mod service;
+mod gate;
+mod rate_limit;
 mod settle;
 
-pub use body::RateLimitBody;
+pub use answer::{Rejection, RejectionKind};
+pub use body::ResponseBody;
+pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};
 pub use cost::Cost;
 pub use future::ResponseFuture;
-pub use layer::RateLimitLayer;
-pub use rejection::{Reason, Rejection};
-pub use service::RateLimit;
+pub use rate_limit::{RateLimit, RateLimitLayer};
 pub(crate) use settle::spawn as spawn_settlement;
 pub use settle::RateLimited;

@@ -1,5 +1,6 @@
 //! What happens to a request's charge once its response is known.
 
+use crate::limiter::Plan;
 use http::StatusCode;
 use std::fmt;
 use std::sync::Arc;
@@ -39,33 +40,40 @@ impl fmt::Debug for Counting {
 }
 
 /// What to do with an admitted request's charge once its status is known:
-/// called at most once per request.
-pub(crate) enum Settle {
-    /// Under the limiter's own quota: the layer's configuration knows what
-    /// to do, the request brings its key and cost (no allocation).
-    Own {
-        rule: Arc<dyn Rule>,
-        key: String,
-        cost: u64,
-    },
-    /// Under a quota resolved for this request: boxed with it.
-    Quota(Box<dyn FnOnce(StatusCode, bool) + Send>),
+/// called at most once per request. The layer's configuration knows what to
+/// do; the request brings its key, cost and, for a quota resolved for it,
+/// its plan.
+pub(crate) struct Settle {
+    pub(crate) rule: Arc<dyn Rule>,
+    pub(crate) key: String,
+    pub(crate) cost: u64,
+    pub(crate) plan: Option<Arc<Plan>>,
 }
 
 impl Settle {
     /// Settle with the response's status and whether an inner limit denied
     /// the request.
     pub(crate) fn run(self, status: StatusCode, denied_inside: bool) {
-        match self {
-            Settle::Own { rule, key, cost } => rule.settle(key, cost, status, denied_inside),
-            Settle::Quota(f) => f(status, denied_inside),
-        }
+        self.rule.settle(
+            &self.key,
+            self.cost,
+            self.plan.as_deref(),
+            status,
+            denied_inside,
+        );
     }
 }
 
-/// The layer's side of a [`Settle::Own`], free of its type parameters.
+/// The layer's side of a [`Settle`], free of its type parameters.
 pub(crate) trait Rule: Send + Sync {
-    fn settle(&self, key: String, cost: u64, status: StatusCode, denied_inside: bool);
+    fn settle(
+        &self,
+        key: &str,
+        cost: u64,
+        plan: Option<&Plan>,
+        status: StatusCode,
+        denied_inside: bool,
+    );
 }
 
 /// What happens to a charge.

@@ -8,8 +8,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, QuotaViolation, StatusExt};
 
-use super::rejection::{ceil_millis, Rejection, Retry};
-use crate::headers::{write_headers_at, HeaderStyle, PolicyReport};
+use super::denial::{ceil_millis, Denial, Retry};
+use crate::headers::{write_headers_at, HeaderStyle, LimitReport};
 
 const GRPC_CONTENT_TYPE: &str = "application/grpc";
 /// gRFC A6 server pushback: when a client's retry policy retries this
@@ -65,10 +65,10 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use floodgate::algorithm::Policy;
-/// use floodgate::headers::{HeaderStyle, PolicyReport};
+/// use floodgate::algorithm::Quota;
+/// use floodgate::headers::{HeaderStyle, LimitReport};
 /// use floodgate::response::grpc_resource_exhausted;
-/// use floodgate::Decision;
+/// use floodgate::{Decision, Reason};
 ///
 /// let decision = Decision {
 ///     allowed: false,
@@ -77,10 +77,11 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
 ///     reset_after: Duration::from_secs(1),
 ///     retry_after: Some(Duration::from_millis(250)),
 ///     delay: Duration::ZERO,
+///     reason: Reason::OverLimit,
 ///     degraded: false,
 /// };
-/// let policy = Policy { quota: 10, window: Duration::from_secs(1) };
-/// let reports = [PolicyReport::new("default", policy, &decision)];
+/// let quota = Quota { units: 10, window: Duration::from_secs(1) };
+/// let reports = [LimitReport::new("default", quota, &decision)];
 ///
 /// let response = grpc_resource_exhausted(&reports, HeaderStyle::None, SystemTime::now());
 /// assert_eq!(response.status(), 200);
@@ -89,16 +90,16 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
 /// assert!(response.body().is_empty());
 /// ```
 pub fn grpc_resource_exhausted(
-    reports: &[PolicyReport<'_>],
+    reports: &[LimitReport<'_>],
     style: HeaderStyle,
     now: SystemTime,
 ) -> Response<Bytes> {
-    let rejection = Rejection::of(reports);
+    let denial = Denial::of(reports);
     let mut details = ErrorDetails::new();
-    if let Retry::After(d) = rejection.retry {
+    if let Retry::After(d) = denial.retry {
         details.set_retry_info(Some(d));
     }
-    let violations: Vec<_> = rejection
+    let violations: Vec<_> = denial
         .denied
         .iter()
         .map(|r| {
@@ -107,11 +108,11 @@ pub fn grpc_resource_exhausted(
                 subject: format!("policy:{name}"),
                 description: format!(
                     "{} requests per {} s exceeded",
-                    r.policy.quota,
-                    crate::headers::ceil_secs(r.policy.window).max(1)
+                    r.quota.units,
+                    crate::headers::ceil_secs(r.quota.window).max(1)
                 ),
                 quota_id: name.into_owned(),
-                quota_value: i64::try_from(r.policy.quota).unwrap_or(i64::MAX),
+                quota_value: i64::try_from(r.quota.units).unwrap_or(i64::MAX),
                 ..QuotaViolation::default()
             }
         })
@@ -119,8 +120,8 @@ pub fn grpc_resource_exhausted(
     if !violations.is_empty() {
         details.set_quota_failure(violations);
     }
-    let status = Status::with_error_details(Code::ResourceExhausted, rejection.detail(), details);
-    let pushback = match rejection.retry {
+    let status = Status::with_error_details(Code::ResourceExhausted, denial.detail(), details);
+    let pushback = match denial.retry {
         Retry::After(d) => Some(HeaderValue::from(ceil_millis(d))),
         Retry::Never => Some(HeaderValue::from_static("-1")),
         Retry::Unknown => None,

@@ -15,10 +15,10 @@
 //! HTTP 429, which it would read as `UNAVAILABLE` and retry. Use `is_grpc` on
 //! the request headers to choose.
 
+mod denial;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod problem;
-mod rejection;
 
 #[cfg(feature = "grpc")]
 pub use grpc::{grpc_invalid_argument, grpc_resource_exhausted, grpc_unavailable, is_grpc};

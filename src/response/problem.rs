@@ -7,8 +7,8 @@ use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::rejection::{Rejection, Retry};
-use crate::headers::{retry_after_secs, write_headers_at, HeaderStyle, PolicyReport};
+use super::denial::{Denial, Retry};
+use crate::headers::{retry_after_secs, write_headers_at, HeaderStyle, LimitReport};
 
 /// The `type` of a 429, registered by the rate-limit headers draft.
 pub const QUOTA_EXCEEDED_TYPE: &str =
@@ -35,10 +35,10 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use floodgate::algorithm::Policy;
-/// use floodgate::headers::{HeaderStyle, PolicyReport};
+/// use floodgate::algorithm::Quota;
+/// use floodgate::headers::{HeaderStyle, LimitReport};
 /// use floodgate::response::too_many_requests;
-/// use floodgate::Decision;
+/// use floodgate::{Decision, Reason};
 ///
 /// let decision = Decision {
 ///     allowed: false,
@@ -47,10 +47,11 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 ///     reset_after: Duration::from_secs(60),
 ///     retry_after: Some(Duration::from_millis(4_200)),
 ///     delay: Duration::ZERO,
+///     reason: Reason::OverLimit,
 ///     degraded: false,
 /// };
-/// let policy = Policy { quota: 100, window: Duration::from_secs(60) };
-/// let reports = [PolicyReport::new("default", policy, &decision)];
+/// let quota = Quota { units: 100, window: Duration::from_secs(60) };
+/// let reports = [LimitReport::new("default", quota, &decision)];
 ///
 /// let response = too_many_requests(&reports, HeaderStyle::Ietf, SystemTime::now());
 /// assert_eq!(response.status(), 429);
@@ -60,21 +61,21 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 /// assert_eq!(body["violated-policies"][0], "default");
 /// ```
 pub fn too_many_requests(
-    reports: &[PolicyReport<'_>],
+    reports: &[LimitReport<'_>],
     style: HeaderStyle,
     now: SystemTime,
 ) -> Response<Bytes> {
-    let rejection = Rejection::of(reports);
+    let denial = Denial::of(reports);
     let body = json!({
         "type": QUOTA_EXCEEDED_TYPE,
         "title": "Too Many Requests",
         "status": 429,
-        "detail": rejection.detail(),
-        "violated-policies": rejection.violated(),
+        "detail": denial.detail(),
+        "violated-policies": denial.violated(),
     });
     let mut response = problem(StatusCode::TOO_MANY_REQUESTS, &body);
     let headers = response.headers_mut();
-    if let Retry::After(d) = rejection.retry {
+    if let Retry::After(d) = denial.retry {
         set_retry_after(headers, d);
     }
     write_headers_at(style, reports, now, headers);
@@ -150,11 +151,11 @@ fn set_retry_after(headers: &mut HeaderMap, d: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Policy;
-    use crate::Decision;
+    use crate::algorithm::Quota;
+    use crate::{Decision, Reason};
 
-    const POLICY: Policy = Policy {
-        quota: 10,
+    const QUOTA: Quota = Quota {
+        units: 10,
         window: Duration::from_secs(1),
     };
 
@@ -166,6 +167,11 @@ mod tests {
             reset_after: Duration::from_secs(1),
             retry_after: retry,
             delay: Duration::ZERO,
+            reason: if retry.is_some() {
+                Reason::OverLimit
+            } else {
+                Reason::CostTooHigh
+            },
             degraded,
         }
     }
@@ -177,7 +183,7 @@ mod tests {
     #[test]
     fn degraded_denial_has_retry_after_but_no_ratelimit_fields() {
         let d = denied(Some(Duration::from_millis(10)), true);
-        let reports = [PolicyReport::new("p", POLICY, &d)];
+        let reports = [LimitReport::new("p", QUOTA, &d)];
         let response = too_many_requests(&reports, HeaderStyle::Both, SystemTime::now());
         let headers = response.headers();
         assert_eq!(headers[RETRY_AFTER], "1");

@@ -1,142 +1,184 @@
 //! Where rate-limit state lives: in this process ([`MemoryStore`]), in
 //! Redis ([`RedisStore`]) or in a Redis Cluster ([`RedisClusterStore`]). All
-//! make the same decisions.
+//! make the same decisions, decision by decision.
+//!
+//! A limiter takes any of them, or a [`Store`]: any store, chosen at run
+//! time (`REDIS_URL` set or not). Only this module knows which store is
+//! which: limiters hand every store the same batch (which keys, which
+//! algorithm, what to do) through one internal trait, and a store that never
+//! waits (memory) answers it at once, the others with a future.
+//!
+//! ```
+//! # fn main() -> Result<(), floodgate::ConfigError> {
+//! use floodgate::store::{MemoryStore, RedisStore, Store};
+//!
+//! let store: Store = match std::env::var("REDIS_URL") {
+//!     Ok(url) => RedisStore::from_url(&url)?.into(),
+//!     Err(_) => MemoryStore::new().into(),
+//! };
+//! # Ok(()) }
+//! ```
 
-mod cluster;
 pub(crate) mod key;
 mod memory;
-mod redis;
+mod remote;
 
-pub use self::cluster::RedisClusterStore;
-pub use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
-pub use self::redis::RedisStore;
+pub use self::memory::{MemoryStats, MemoryStore, DEFAULT_MAX_KEYS};
+pub use self::remote::{RedisClusterStore, RedisStore};
+/// The Redis client floodgate is built with (redis-rs 1.x), re-exported on
+/// purpose: to configure a cluster client yourself
+/// ([`RedisClusterStore::from_client`]), and to read the Redis error of a
+/// [`StoreError`], with the same version floodgate uses.
+pub use ::redis;
 
-use crate::algorithm::{Mode, Reply, Spec};
+use crate::algorithm::{Reply, Spec};
+use smallvec::SmallVec;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
-/// A store a [`Limiter`](crate::Limiter) keeps its state in.
+/// Any store: a [`MemoryStore`], a [`RedisStore`] or a
+/// [`RedisClusterStore`], made with `.into()`. For choosing the store at
+/// run time; a limiter takes each store type directly as well.
 ///
-/// Built from any store with `.into()`; the limiter's API is the same.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub enum Store {
-    /// State in this process.
-    Memory(MemoryStore),
-    /// State in Redis.
-    Redis(RedisStore),
-    /// State in a Redis Cluster, each key on the shard that owns it.
-    RedisCluster(RedisClusterStore),
+/// Cheap to clone: clones share the store.
+#[derive(Clone)]
+pub struct Store {
+    backend: Arc<dyn Backend>,
 }
 
-impl From<MemoryStore> for Store {
-    fn from(s: MemoryStore) -> Self {
-        Store::Memory(s)
-    }
-}
-
-impl From<RedisStore> for Store {
-    fn from(s: RedisStore) -> Self {
-        Store::Redis(s)
-    }
-}
-
-impl From<RedisClusterStore> for Store {
-    fn from(s: RedisClusterStore) -> Self {
-        Store::RedisCluster(s)
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.backend.fmt(f)
     }
 }
 
 impl Store {
-    /// Decide one key. `now` is `None` to use the store's own clock: Redis'
-    /// `TIME`, or the monotonic clock for memory.
-    pub(crate) async fn decide_one(
-        &self,
-        spec: &Spec,
-        key: &str,
-        now: Option<u64>,
-        cost: u64,
-        mode: Mode,
-    ) -> Result<Reply, StoreError> {
-        match self {
-            Store::Memory(m) => {
-                Ok(m.decide_one(spec, memory::RAW, key, memory_now(now), cost, mode))
-            }
-            Store::Redis(r) => one(r.decide(&[(key, spec)], now, cost, mode).await?),
-            Store::RedisCluster(c) => one(c.decide(&[(key, spec)], now, cost, mode).await?),
-        }
+    pub(crate) fn new(backend: Arc<dyn Backend>) -> Self {
+        Self { backend }
     }
 
-    /// Decide several keys all or nothing (in one script call on Redis).
-    pub(crate) async fn decide_many(
-        &self,
-        targets: &[(&str, &Spec)],
-        now: Option<u64>,
-        cost: u64,
-        mode: Mode,
-    ) -> Result<Vec<Reply>, StoreError> {
-        match self {
-            Store::Memory(m) => {
-                let raw: Vec<_> = targets.iter().map(|&(k, s)| (memory::RAW, k, s)).collect();
-                Ok(m.decide_many(&raw, memory_now(now), cost, mode))
-            }
-            Store::Redis(r) => r.decide(targets, now, cost, mode).await,
-            Store::RedisCluster(c) => c.decide(targets, now, cost, mode).await,
-        }
+    /// Where the keys `{prefix}:{name}:{tag}:{…}` live: made once per limit,
+    /// when a limiter is built.
+    pub(crate) fn namespace(&self, prefix: &str, name: &str, tag: &str) -> Namespace {
+        let head = key::head(prefix, name, tag);
+        self.backend.namespace(&head)
+    }
+
+    /// Decide `batch`: at once when the store never waits, else a future.
+    #[inline]
+    pub(crate) fn decide(&self, batch: &Batch<'_>) -> Answer {
+        self.backend.decide(batch)
     }
 }
 
-impl Store {
-    /// Acquire or release a concurrency lease (`lua/concurrency.lua`).
-    pub(crate) async fn lease(
-        &self,
-        key: &str,
-        now: Option<u64>,
-        op: &str,
-        id: &str,
-        max: u64,
-        lease_ms: u64,
-    ) -> Result<[i64; 4], StoreError> {
+/// What a store does to the keys of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Decide, and charge the cost if every key admits (a concurrency limit:
+    /// acquire the lease).
+    Check,
+    /// Decide, write nothing.
+    Peek,
+    /// Give the cost back (a concurrency limit: release the lease).
+    Refund,
+}
+
+impl Mode {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Store::Memory(m) => Ok(m.lease(key, memory_now(now), op, id, max, lease_ms)),
-            Store::Redis(r) => r.lease(key, now, op, id, max, lease_ms).await,
-            Store::RedisCluster(c) => c.lease(key, now, op, id, max, lease_ms).await,
+            Mode::Check => "check",
+            Mode::Peek => "peek",
+            Mode::Refund => "refund",
         }
+    }
+
+    /// The twins' `(refund, write)` for this mode.
+    pub(crate) fn twin(self) -> (bool, bool) {
+        (self == Mode::Refund, self != Mode::Peek)
     }
 }
 
-fn one(mut replies: Vec<Reply>) -> Result<Reply, StoreError> {
-    replies
-        .pop()
-        .ok_or_else(|| StoreError::Protocol("empty reply".into()))
+/// The keys of one limit in one store: their name's head
+/// (`{prefix}:{name}:{tag}:`), and the id a memory store looks them up by.
+#[derive(Debug, Clone)]
+pub(crate) struct Namespace {
+    id: u64,
+    head: Arc<str>,
 }
 
-pub(crate) fn memory_now(now: Option<u64>) -> u64 {
-    now.unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::MonotonicClock))
+/// One key of a batch: its namespace and its limit.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) ns: Namespace,
+    pub(crate) spec: Spec,
+}
+
+/// One call to a store: every target for the same user key, decided all or
+/// nothing, at one time, in one mode.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Batch<'a> {
+    /// Never empty; only a concurrency limiter's batch holds a
+    /// [`Spec::Concurrency`], and then alone.
+    pub(crate) targets: &'a [Target],
+    /// The user key.
+    pub(crate) key: &'a str,
+    /// The time in ms, or `None` for the store's own clock.
+    pub(crate) now: Option<u64>,
+    pub(crate) mode: Mode,
+    /// Already clamped to at most the largest limit + 1.
+    pub(crate) cost: u64,
+    /// The lease a concurrency limit acquires or releases (else empty).
+    pub(crate) lease: &'a str,
+}
+
+/// One reply per target, in order.
+pub(crate) type Replies = SmallVec<[Reply; 1]>;
+
+/// A store's decision still under way. It owns what it needs, so it can be
+/// kept beyond the call that made it.
+pub(crate) type StoreFuture = Pin<Box<dyn Future<Output = Result<Replies, StoreError>> + Send>>;
+
+/// A store's answer to a batch.
+pub(crate) enum Answer {
+    /// Decided at once (a store that never waits, and cannot fail).
+    Now(Replies),
+    /// Under way: the store waits for I/O.
+    Later(StoreFuture),
+}
+
+/// The one trait behind [`Store`]: what every store does.
+pub(crate) trait Backend: Send + Sync + fmt::Debug {
+    /// The namespace of the keys whose names start with `head`.
+    fn namespace(&self, head: &str) -> Namespace;
+    /// Decide `batch`.
+    fn decide(&self, batch: &Batch<'_>) -> Answer;
 }
 
 /// A store could not make a decision.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The store's configuration is invalid (e.g. a malformed Redis URL).
-    Config(String),
-    /// No connection could be had (Redis down, pool exhausted).
-    Unavailable(String),
-    /// Redis answered with an error, or the connection broke mid-call.
-    Redis(::redis::RedisError),
-    /// The call took longer than the configured timeout.
+    /// The call took longer than the limiter's timeout.
     Timeout,
-    /// Redis answered something the script never returns.
+    /// No connection could be had (Redis down, refused, or reconnecting).
+    Unavailable(String),
+    /// The connection broke during the call (reset, closed, I/O error).
+    Connection(redis::RedisError),
+    /// Redis answered with an error (e.g. `OOM`, `BUSY`, `READONLY`).
+    Server(redis::RedisError),
+    /// Redis answered something floodgate's code never returns.
     Protocol(String),
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreError::Config(e) => write!(f, "invalid store configuration: {e}"),
-            StoreError::Unavailable(e) => write!(f, "no connection to the store: {e}"),
-            StoreError::Redis(e) => write!(f, "redis: {e}"),
             StoreError::Timeout => f.write_str("the store did not answer in time"),
+            StoreError::Unavailable(e) => write!(f, "no connection to the store: {e}"),
+            StoreError::Connection(e) => write!(f, "connection to redis broke: {e}"),
+            StoreError::Server(e) => write!(f, "redis: {e}"),
             StoreError::Protocol(e) => write!(f, "unexpected answer from the store: {e}"),
         }
     }
@@ -145,14 +187,20 @@ impl fmt::Display for StoreError {
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            StoreError::Redis(e) => Some(e),
+            StoreError::Connection(e) | StoreError::Server(e) => Some(e),
             _ => None,
         }
     }
 }
 
-impl From<::redis::RedisError> for StoreError {
-    fn from(e: ::redis::RedisError) -> Self {
-        StoreError::Redis(e)
+impl From<redis::RedisError> for StoreError {
+    fn from(e: redis::RedisError) -> Self {
+        if e.is_timeout() {
+            StoreError::Timeout
+        } else if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+            StoreError::Connection(e)
+        } else {
+            StoreError::Server(e)
+        }
     }
 }

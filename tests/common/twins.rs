@@ -101,7 +101,7 @@ pub fn leaky_bucket(keys: u8) -> impl Strategy<Value = (LeakyBucket, Vec<Op>)> {
 pub fn gcra(keys: u8) -> impl Strategy<Value = (Gcra, Vec<Op>)> {
     (1..20u64, window(), 1..25u64).prop_flat_map(move |(l, p, b)| {
         (
-            Just(Gcra::new(l, Duration::from_millis(p)).burst(b)),
+            Just(Gcra::new(l, Duration::from_millis(p)).try_burst(b).unwrap()),
             ops(keys, b, 2 * p),
         )
     })

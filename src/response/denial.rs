@@ -1,10 +1,11 @@
-//! What a rejection says, shared by the HTTP and gRPC forms.
+//! What a denial says (which limits, how long to wait), shared by the HTTP
+//! and gRPC rejections.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::headers::{ceil_secs, PolicyReport};
+use crate::headers::{ceil_secs, LimitReport};
 
 /// When the rejected request may be retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,13 +20,13 @@ pub(crate) enum Retry {
 
 /// The denying reports of a request, degraded ones included: a fallback
 /// decision's denial is still why the request is rejected.
-pub(crate) struct Rejection<'r, 'a> {
-    pub(crate) denied: Vec<&'r PolicyReport<'a>>,
+pub(crate) struct Denial<'r, 'a> {
+    pub(crate) denied: Vec<&'r LimitReport<'a>>,
     pub(crate) retry: Retry,
 }
 
-impl<'r, 'a> Rejection<'r, 'a> {
-    pub(crate) fn of(reports: &'r [PolicyReport<'a>]) -> Self {
+impl<'r, 'a> Denial<'r, 'a> {
+    pub(crate) fn of(reports: &'r [LimitReport<'a>]) -> Self {
         let denied: Vec<_> = reports.iter().filter(|r| r.decision.denied()).collect();
         let retry = if denied.is_empty() {
             Retry::Unknown
@@ -75,7 +76,7 @@ impl<'r, 'a> Rejection<'r, 'a> {
 /// `policy "a"` or `policies "a", "b"`, with each policy's limit.
 fn push_names<'r, 'a: 'r>(
     s: &mut String,
-    reports: impl Iterator<Item = &'r PolicyReport<'a>> + Clone,
+    reports: impl Iterator<Item = &'r LimitReport<'a>> + Clone,
 ) {
     let noun = if reports.clone().count() == 1 {
         "policy"
@@ -99,11 +100,11 @@ pub(crate) fn ceil_millis(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Policy;
-    use crate::Decision;
+    use crate::algorithm::Quota;
+    use crate::{Decision, Reason};
 
-    const POLICY: Policy = Policy {
-        quota: 10,
+    const QUOTA: Quota = Quota {
+        units: 10,
         window: Duration::from_secs(1),
     };
 
@@ -115,6 +116,7 @@ mod tests {
             reset_after: Duration::from_secs(1),
             retry_after: retry_ms.map(Duration::from_millis),
             delay: Duration::ZERO,
+            reason: Reason::OverLimit,
             degraded: false,
         }
     }
@@ -128,11 +130,11 @@ mod tests {
             ..denied(None)
         };
         let reports = [
-            PolicyReport::new("a", POLICY, &a),
-            PolicyReport::new("ok", POLICY, &ok),
-            PolicyReport::new("b", POLICY, &b),
+            LimitReport::new("a", QUOTA, &a),
+            LimitReport::new("ok", QUOTA, &ok),
+            LimitReport::new("b", QUOTA, &b),
         ];
-        let r = Rejection::of(&reports);
+        let r = Denial::of(&reports);
         assert_eq!(r.retry, Retry::After(Duration::from_millis(1_200)));
         assert_eq!(r.violated(), ["a", "b"]);
         assert_eq!(
@@ -146,10 +148,10 @@ mod tests {
         let a = denied(Some(200));
         let b = denied(None);
         let reports = [
-            PolicyReport::new("a", POLICY, &a),
-            PolicyReport::new("b", POLICY, &b),
+            LimitReport::new("a", QUOTA, &a),
+            LimitReport::new("b", QUOTA, &b),
         ];
-        let r = Rejection::of(&reports);
+        let r = Denial::of(&reports);
         assert_eq!(r.retry, Retry::Never);
         assert_eq!(
             r.detail(),
@@ -159,7 +161,7 @@ mod tests {
 
     #[test]
     fn no_denial_is_unknown() {
-        let r = Rejection::of(&[]);
+        let r = Denial::of(&[]);
         assert_eq!(r.retry, Retry::Unknown);
         assert_eq!(r.detail(), "Rate limit exceeded.");
     }
@@ -167,8 +169,8 @@ mod tests {
     #[test]
     fn one_second_is_singular() {
         let a = denied(Some(1));
-        let reports = [PolicyReport::new("a", POLICY, &a)];
-        assert!(Rejection::of(&reports)
+        let reports = [LimitReport::new("a", QUOTA, &a)];
+        assert!(Denial::of(&reports)
             .detail()
             .ends_with("Retry in 1 second."));
     }

@@ -1,59 +1,56 @@
 //! Answers denials locally: once a key is denied until some time, the same
 //! request is denied again without asking the store.
 
-use crate::Decisions;
+use super::core::Decided;
+use crate::store::key::bounded;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::num::NonZeroUsize;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-/// Denials of this limiter, by storage key (of its first policy).
+type Map = HashMap<Box<str>, Denied, foldhash::fast::RandomState>;
+
+/// Denials of one limiter's own limits, by user key (its hash when long).
 pub(crate) struct DenyCache {
     max: usize,
-    map: Mutex<HashMap<Box<str>, Denied, foldhash::fast::RandomState>>,
+    map: Mutex<Map>,
 }
 
 struct Denied {
     /// When the store's answer was asked, on the limiter's clock (ms): the
     /// store decided no earlier, so its retry counts from no earlier.
     asked: u64,
-    /// Until when the same or a costlier request is certainly denied.
+    /// Until when the same request is certainly denied.
     until: u64,
     cost: u64,
-    decisions: Decisions,
+    decided: Decided,
 }
 
 impl DenyCache {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: NonZeroUsize) -> Self {
         Self {
-            max,
+            max: max.get(),
             map: Mutex::new(HashMap::default()),
         }
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Denied, foldhash::fast::RandomState>> {
+    fn lock(&self) -> MutexGuard<'_, Map> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The cached denial of `key` for a request of `cost` at `now`, with its
     /// waits shortened by the time since.
-    pub(crate) fn get(&self, key: &str, cost: u64, now: u64) -> Option<Decisions> {
+    pub(crate) fn get(&self, key: &str, cost: u64, now: u64) -> Option<Decided> {
         let map = self.lock();
-        let d = map.get(key)?;
+        let d = map.get(&*bounded(key))?;
         // Only the same cost: a costlier request may never fit at all (no
         // retry), and its wait would be another.
         if now >= d.until || cost != d.cost {
             return None;
         }
         let since = Duration::from_millis(now.saturating_sub(d.asked));
-        let mut out = d.decisions.clone();
-        for p in out
-            .each
-            .iter_mut()
-            .map(|p| &mut p.decision)
-            .chain([&mut out.combined])
-        {
+        let mut out = d.decided.clone();
+        for p in out.each.iter_mut().chain([&mut out.combined]) {
             p.retry_after = p.retry_after.map(|r| r.saturating_sub(since));
             p.reset_after = p.reset_after.saturating_sub(since);
         }
@@ -61,8 +58,8 @@ impl DenyCache {
     }
 
     /// Remember a denial asked at `asked`, if waiting helps at all.
-    pub(crate) fn put(&self, key: &str, cost: u64, asked: u64, decisions: &Decisions) {
-        let d = &decisions.combined;
+    pub(crate) fn put(&self, key: &str, cost: u64, asked: u64, decided: &Decided) {
+        let d = &decided.combined;
         let Some(retry) = d.retry_after.filter(|_| !d.allowed && !d.degraded) else {
             return;
         };
@@ -73,20 +70,23 @@ impl DenyCache {
                 return; // Not caching is always correct.
             }
         }
-        let until = asked.saturating_add(retry.as_millis() as u64);
+        let until = asked.saturating_add(u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
         map.insert(
-            key.into(),
+            bounded(key).into(),
             Denied {
                 asked,
                 until,
                 cost,
-                decisions: decisions.clone(),
+                decided: decided.clone(),
             },
         );
     }
 
-    /// Forget `key`: a refund made room.
+    /// Forget `key`: a refund made room, or an admission made the numbers stale.
     pub(crate) fn forget(&self, key: &str) {
-        self.lock().remove(key);
+        let mut map = self.lock();
+        if !map.is_empty() {
+            map.remove(&*bounded(key));
+        }
     }
 }

@@ -1,29 +1,15 @@
-//! The shared store on Redis Cluster: the same function library and
-//! scripts as [`RedisStore`](super::RedisStore), each call routed by its key
-//! to the shard that owns it.
-//!
-//! Every call touches keys of one hash tag, the escaped user key, so one
-//! client's state lives on one shard and clients spread over all of them.
-//! A missing function is loaded on the node that owns the key; `NOSCRIPT` is
-//! answered with `EVAL` of the source on the same route; redirections and cluster-down errors are retried by redis-rs'
-//! cluster connection, and no retry can admit more than the limit (a retry
-//! after a broken connection can only charge twice). The details, for users
-//! as well, are on [`RedisClusterStore`].
+//! [`RedisClusterStore`], and its transport: one redis-rs cluster
+//! connection, every call routed by its key to the shard that owns it.
 
-use super::redis::{function_missing, load_library_cmd, no_function_here};
-use super::StoreError;
-use crate::algorithm::{
-    parse_value, script_cmd, Mode, Reply, Spec, LEASE_SCRIPT, LEASE_SOURCE, LIBRARY, SCRIPT,
-    SCRIPT_SOURCE,
-};
+use super::invoke::{Remote, Transport};
+use super::library::load_library;
+use crate::store::{Store, StoreError};
+use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
-use redis::{
-    Cmd, ErrorKind, IntoConnectionInfo, RedisError, RedisResult, Script, ServerErrorKind, Value,
-};
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -41,19 +27,17 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// A whole call, all retries included.
 const OVERALL_TIMEOUT: Duration = Duration::from_secs(3);
-/// After a failed connection attempt, calls fail at once for this long.
-const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Keeps rate-limit state in a Redis Cluster: each client's state on the
 /// shard that owns its key, so load spreads over all primaries.
 ///
 /// A drop-in replacement for [`RedisStore`](super::RedisStore): build it,
 /// pass it to [`Limiter::builder`](crate::Limiter::builder), and nothing else
-/// changes. Each decision is one atomic script on one shard: the same
-/// scripts, and the same decisions, as on a single Redis.
+/// changes. Each decision is one atomic call on one shard: the same code,
+/// called the same way, and the same decisions, as on a single Redis.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), floodgate::Error> {
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use floodgate::{algorithm::Gcra, store::RedisClusterStore, Limiter};
 /// use std::time::Duration;
 ///
@@ -72,16 +56,17 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 /// on the first decision, on that decision's Tokio runtime, and lives on
 /// that runtime: use one store per runtime.
 ///
-/// # One key per script, one shard per client
+/// # One hash tag per call, one shard per client
 ///
-/// Every floodgate script touches exactly one key,
+/// Every key a floodgate call touches is
 /// `{prefix}:{name}:{alg}:{<escaped user key>}`. The braces are a Redis
 /// Cluster *hash tag*: only the text between them is hashed to pick the
-/// slot, so the slot is `CRC16(escaped user key) mod 16384`. The user key is
-/// escaped so that it never contains a brace: a client can neither move its
-/// key to another slot nor make a script span two slots (`CROSSSLOT`). All of
-/// one client's state lives on one shard, each decision is one atomic script
-/// there, and different clients spread evenly over all shards.
+/// slot, so the slot is `CRC16(escaped user key) mod 16384`, the same for
+/// all the limits of one request. The user key is escaped so that it never
+/// contains a brace: a client can neither move its key to another slot nor
+/// make a call span two slots (`CROSSSLOT`). All of one client's state
+/// lives on one shard, each decision is one atomic call there, and
+/// different clients spread evenly over all shards.
 ///
 /// # Functions and scripts on many nodes
 ///
@@ -116,8 +101,8 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 ///   is retried after a short random backoff. Always safe.
 /// * `READONLY` (the node was demoted to replica): nothing ran. The slot map
 ///   is refreshed and the call retried. Always safe.
-/// * `NOSCRIPT`, function not found: nothing ran. Sent once more after
-///   loading, or as `EVAL` (above). Always safe.
+/// * `NOSCRIPT`, function not found: nothing ran. Sent once more as `EVAL`
+///   (above). Always safe.
 /// * A broken connection or a timeout *after* the call was sent: the script
 ///   may or may not have run, and redis-rs sends it again, so the cost may be
 ///   **charged twice**. That never admits more than the limit allows: the
@@ -140,15 +125,100 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 /// cluster answers `CLUSTERDOWN`, which the retries above ride out.
 #[derive(Clone)]
 pub struct RedisClusterStore {
-    inner: Arc<Inner>,
+    remote: Remote<ClusterTransport>,
 }
 
-struct Inner {
+impl RedisClusterStore {
+    /// A store over the cluster that `nodes` belong to
+    /// (`redis://[user:password@]host:port` each). One reachable node is
+    /// enough: the others are discovered. Uses floodgate's retry and timeout
+    /// settings, see [`client_builder`](Self::client_builder).
+    ///
+    /// Nothing is connected yet: this fails only on a malformed URL (an
+    /// error naming `nodes`), not when the cluster is down.
+    pub fn from_nodes<I, S>(nodes: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let urls: Vec<String> = nodes.into_iter().map(|s| s.as_ref().to_owned()).collect();
+        let client = Self::client_builder(urls)
+            .build()
+            .map_err(|e| ConfigError::new("nodes", format!("not Redis URLs: {e}")))?;
+        Ok(Self::from_client(client))
+    }
+
+    /// A store over the cluster that the node at `url` belongs to; the same
+    /// as [`from_nodes([url])`](Self::from_nodes).
+    pub fn from_url(url: &str) -> Result<Self, ConfigError> {
+        Self::from_nodes([url])
+    }
+
+    /// A store over a cluster client you configured yourself (TLS, auth,
+    /// timeouts, retries); start from
+    /// [`client_builder`](Self::client_builder) to keep floodgate's defaults
+    /// for what you do not set. The client is redis-rs's, re-exported as
+    /// [`floodgate::store::redis`](crate::store::redis).
+    pub fn from_client(client: ClusterClient) -> Self {
+        Self {
+            remote: Remote::new(ClusterTransport::new(client)),
+        }
+    }
+
+    /// The cluster client builder [`from_nodes`](Self::from_nodes) uses:
+    /// 10 retries per call; after `TRYAGAIN` or `CLUSTERDOWN` a random
+    /// backoff from 10 ms up to 400 ms, doubling; 1 s to connect to a node,
+    /// 1 s per attempt, 3 s per call with all its retries. These only bound
+    /// the work redis-rs does: how long a decision may wait is the limiter's
+    /// [`timeout`](crate::LimiterBuilder::timeout), normally far shorter,
+    /// and a call the limiter gives up on is not retried further.
+    pub fn client_builder<I, T>(nodes: I) -> ClusterClientBuilder
+    where
+        I: IntoIterator<Item = T>,
+        T: redis::IntoConnectionInfo,
+    {
+        ClusterClientBuilder::new(nodes)
+            .retries(RETRIES)
+            .min_retry_wait(MIN_RETRY_WAIT_MS)
+            .max_retry_wait(MAX_RETRY_WAIT_MS)
+            .retry_wait_formula(10, 2)
+            .connection_timeout(CONNECTION_TIMEOUT)
+            .response_timeout(RESPONSE_TIMEOUT)
+            .overall_response_timeout(Some(OVERALL_TIMEOUT))
+    }
+
+    /// The cluster client.
+    pub fn client(&self) -> &ClusterClient {
+        self.remote.transport().client()
+    }
+}
+
+impl From<RedisClusterStore> for Store {
+    fn from(s: RedisClusterStore) -> Self {
+        Store::new(Arc::new(s.remote))
+    }
+}
+
+impl fmt::Debug for RedisClusterStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.remote.fmt(f)
+    }
+}
+
+/// After a failed connection attempt, calls fail at once for this long.
+const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Rounds of redis-rs' own retries one call may take when they end on a
+/// redirection (see [`query`]).
+const REDIRECT_ROUNDS: usize = 3;
+
+/// The cluster connection, made on first use by a task of its own.
+pub(super) struct ClusterTransport {
     client: ClusterClient,
-    /// The cluster knows no `FCALL` (Redis < 7): decisions use `EVALSHA`.
-    no_functions: AtomicBool,
-    /// A task is loading the library on a node.
-    loading: AtomicBool,
+    cell: Arc<Cell>,
+}
+
+struct Cell {
     state: Mutex<Conn>,
     /// Wakes the callers waiting for a connection attempt to end.
     notify: Notify,
@@ -168,86 +238,32 @@ enum Conn {
     Ready(ClusterConnection),
 }
 
-impl RedisClusterStore {
-    /// A store over the cluster that `nodes` belong to
-    /// (`redis://[user:password@]host:port` each). One reachable node is
-    /// enough: the others are discovered. Uses floodgate's retry and timeout
-    /// settings, see [`client_builder`](Self::client_builder).
-    ///
-    /// Nothing is connected yet: this fails only on a malformed URL, not
-    /// when the cluster is down.
-    pub fn from_nodes<I, T>(nodes: I) -> Result<Self, StoreError>
-    where
-        I: IntoIterator<Item = T>,
-        T: IntoConnectionInfo,
-    {
-        let client = Self::client_builder(nodes)
-            .build()
-            .map_err(|e| StoreError::Config(e.to_string()))?;
-        Ok(Self::from_client(client))
-    }
-
-    /// A store over the cluster that the node at `url` belongs to; the same
-    /// as [`from_nodes([url])`](Self::from_nodes).
-    pub fn from_url(url: &str) -> Result<Self, StoreError> {
-        Self::from_nodes([url])
-    }
-
-    /// A store over a cluster client you configured yourself (TLS, auth,
-    /// timeouts, retries); start from
-    /// [`client_builder`](Self::client_builder) to keep floodgate's defaults
-    /// for what you do not set.
-    pub fn from_client(client: ClusterClient) -> Self {
+impl ClusterTransport {
+    pub(super) fn new(client: ClusterClient) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                client,
-                no_functions: AtomicBool::new(false),
-                loading: AtomicBool::new(false),
+            client,
+            cell: Arc::new(Cell {
                 state: Mutex::new(Conn::Idle),
                 notify: Notify::new(),
             }),
         }
     }
 
-    /// The cluster client builder [`from_nodes`](Self::from_nodes) uses:
-    /// 10 retries per call; after `TRYAGAIN` or `CLUSTERDOWN` a random
-    /// backoff from 10 ms up to 400 ms, doubling; 1 s to connect to a node,
-    /// 1 s per attempt, 3 s per call with all its retries. These only bound
-    /// the work redis-rs does: how long a decision may wait is the limiter's
-    /// [`timeout`](crate::LimiterBuilder::timeout), normally far shorter,
-    /// and a call the limiter gives up on is not retried further.
-    pub fn client_builder<I, T>(nodes: I) -> ClusterClientBuilder
-    where
-        I: IntoIterator<Item = T>,
-        T: IntoConnectionInfo,
-    {
-        ClusterClientBuilder::new(nodes)
-            .retries(RETRIES)
-            .min_retry_wait(MIN_RETRY_WAIT_MS)
-            .max_retry_wait(MAX_RETRY_WAIT_MS)
-            .retry_wait_formula(10, 2)
-            .connection_timeout(CONNECTION_TIMEOUT)
-            .response_timeout(RESPONSE_TIMEOUT)
-            .overall_response_timeout(Some(OVERALL_TIMEOUT))
+    pub(super) fn client(&self) -> &ClusterClient {
+        &self.client
     }
 
-    /// The cluster client.
-    pub fn client(&self) -> &ClusterClient {
-        &self.inner.client
-    }
-
-    /// The shared connection, made on first use by a task of its own, so
-    /// that a caller that gives up (the limiter's timeout) does not cancel
-    /// it. After a failed attempt, calls fail at once for 100 ms instead of
-    /// trying again: no storm of connection attempts at a cluster that is
-    /// down.
+    /// The shared connection, made by a task of its own so that a caller
+    /// that gives up (the limiter's timeout) does not cancel it. After a
+    /// failed attempt, calls fail at once for 100 ms: no storm of
+    /// connection attempts at a cluster that is down.
     async fn connection(&self) -> Result<ClusterConnection, StoreError> {
-        let inner = &self.inner;
+        let cell = &self.cell;
         loop {
             // Registered before looking, so the end of an attempt is not missed.
-            let notified = inner.notify.notified();
+            let notified = cell.notify.notified();
             {
-                let mut state = lock(&inner.state);
+                let mut state = lock(&cell.state);
                 match &*state {
                     Conn::Ready(conn) => return Ok(conn.clone()),
                     Conn::Connecting => {}
@@ -256,130 +272,37 @@ impl RedisClusterStore {
                     }
                     Conn::Idle | Conn::Failed(..) => {
                         *state = Conn::Connecting;
-                        tokio::spawn(connect(inner.clone()));
+                        tokio::spawn(connect(self.client.clone(), cell.clone()));
                     }
                 }
             }
             notified.await;
         }
     }
+}
 
-    /// One script call deciding `targets` together. They share one hash
-    /// tag (the user key), so they live on one shard.
-    pub(crate) async fn decide(
-        &self,
-        targets: &[(&str, &Spec)],
-        now: Option<u64>,
-        cost: u64,
-        mode: Mode,
-    ) -> Result<Vec<Reply>, StoreError> {
-        let cmd = |verb: &str, script: &str| script_cmd(verb, script, targets, now, cost, mode);
-        let key = targets.first().map_or("", |(k, _)| *k);
-        let v = self.fcall(key, cmd).await?;
-        parse_value(&v, targets.len())
-            .ok_or_else(|| StoreError::Protocol(format!("unexpected script reply {v:?}")))
-    }
-
-    /// One call of `lua/concurrency.lua`.
-    pub(crate) async fn lease(
-        &self,
-        key: &str,
-        now: Option<u64>,
-        op: &str,
-        id: &str,
-        max: u64,
-        lease_ms: u64,
-    ) -> Result<[i64; 4], StoreError> {
-        let v = self
-            .eval(&LEASE_SCRIPT, LEASE_SOURCE, |verb, script| {
-                super::redis::lease_cmd(verb, script, key, now, op, id, max, lease_ms)
-            })
-            .await?;
-        super::redis::parse_lease(&v)
-    }
-
-    /// `FCALL` of floodgate's library, routed by the command's key. When
-    /// the node lacks the function, this call runs as `EVAL` of the source
-    /// (as many round trips as `EVALSHA` + `EVAL` before functions) while
-    /// the library is loaded on that node in the background.
-    async fn fcall(&self, key: &str, cmd: impl Fn(&str, &str) -> Cmd) -> Result<Value, StoreError> {
-        if self.inner.no_functions.load(Ordering::Relaxed) {
-            return self.eval(&SCRIPT, &SCRIPT_SOURCE, cmd).await;
-        }
+impl Transport for ClusterTransport {
+    async fn send(&self, cmd: &Cmd) -> Result<Value, StoreError> {
         let mut conn = self.connection().await?;
-        match query(&mut conn, &cmd("FCALL", &LIBRARY.name)).await {
-            Ok(v) => Ok(v),
-            Err(e) if no_function_here(&e) => {
-                self.inner.no_functions.store(true, Ordering::Relaxed);
-                self.eval(&SCRIPT, &SCRIPT_SOURCE, cmd).await
-            }
-            Err(e) if function_missing(&e) => {
-                self.load_library(key);
-                query(&mut conn, &cmd("EVAL", &SCRIPT_SOURCE))
-                    .await
-                    .map_err(store_error)
-            }
-            Err(e) => Err(store_error(e)),
-        }
+        Ok(query(&mut conn, cmd).await?)
     }
 
-    /// Load the library on the node owning `key`'s slot (by the slot map:
-    /// not a fan-out), in a task of its own, one at a time.
-    fn load_library(&self, key: &str) {
-        if self.inner.loading.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        struct Done(Arc<Inner>);
-        impl Drop for Done {
-            fn drop(&mut self) {
-                self.0.loading.store(false, Ordering::Release);
-            }
-        }
-        let store = self.clone();
+    /// Load the library on the primary that owns `key`'s slot (by the slot
+    /// map: not a fan-out, which would fail whenever any node is down).
+    async fn load(&self, key: Option<&[u8]>) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        let slot = Slot::for_key(key.unwrap_or_default());
         let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_slot(
-            Slot::for_key(key),
+            slot,
             SlotAddr::Master,
         )));
-        tokio::spawn(async move {
-            let _done = Done(store.inner.clone());
-            if let Ok(mut conn) = store.connection().await {
-                if let Err(e) = conn.route_command(load_library_cmd(), route).await {
-                    if no_function_here(&e) {
-                        store.inner.no_functions.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-        });
-    }
-
-    /// `EVALSHA`, routed by the command's key; on `NOSCRIPT` the script did
-    /// not run: run it by its source, which also caches it on the node that
-    /// owns the key.
-    async fn eval(
-        &self,
-        script: &Script,
-        source: &str,
-        cmd: impl Fn(&str, &str) -> Cmd,
-    ) -> Result<Value, StoreError> {
-        let mut conn = self.connection().await?;
-        match query(&mut conn, &cmd("EVALSHA", script.get_hash())).await {
-            Ok(v) => Ok(v),
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                query(&mut conn, &cmd("EVAL", source))
-                    .await
-                    .map_err(store_error)
-            }
-            Err(e) => Err(store_error(e)),
-        }
+        conn.route_command(load_library(), route).await?;
+        Ok(())
     }
 }
 
-/// Rounds of redis-rs' own retries one call may take when they end on a
-/// redirection (see [`query`]).
-const REDIRECT_ROUNDS: usize = 3;
-
-/// One script call, routed by its key; redirections and backoffs are left
-/// to redis-rs, except where it ends on `ASK` or `MOVED`.
+/// One call, routed by its key; redirections and backoffs are left to
+/// redis-rs, except where it ends on `ASK` or `MOVED`.
 ///
 /// redis-rs (1.8, also 2.0) follows `ASK` by sending `ASKING` and then the
 /// command as two requests on the target's shared, multiplexed connection.
@@ -390,7 +313,7 @@ const REDIRECT_ROUNDS: usize = 3;
 /// one pipeline, `ASKING` and the command back to back, which nothing can
 /// come between; when it is `MOVED`, the whole call is made again, routed by
 /// the slot map redis-rs has refreshed meanwhile. Both are safe: `ASK` and
-/// `MOVED` mean the script did not run.
+/// `MOVED` mean the call did not run.
 async fn query(conn: &mut ClusterConnection, call: &Cmd) -> RedisResult<Value> {
     let mut round = 0;
     loop {
@@ -402,7 +325,7 @@ async fn query(conn: &mut ClusterConnection, call: &Cmd) -> RedisResult<Value> {
             }
         }
         match result {
-            Err(e) if round < REDIRECT_ROUNDS && redirected(&e) => continue,
+            Err(e) if round < REDIRECT_ROUNDS && redirected(&e) => {}
             other => return other,
         }
     }
@@ -446,9 +369,9 @@ async fn asking(
 
 /// One connection attempt; whatever happens to the task, its end is
 /// recorded and the waiting callers are woken.
-async fn connect(inner: Arc<Inner>) {
+async fn connect(client: ClusterClient, cell: Arc<Cell>) {
     struct Attempt {
-        inner: Arc<Inner>,
+        cell: Arc<Cell>,
         result: Option<Conn>,
     }
     impl Drop for Attempt {
@@ -456,15 +379,12 @@ async fn connect(inner: Arc<Inner>) {
             let end = self.result.take().unwrap_or_else(|| {
                 Conn::Failed(Instant::now(), "connection attempt abandoned".into())
             });
-            *lock(&self.inner.state) = end;
-            self.inner.notify.notify_waiters();
+            *lock(&self.cell.state) = end;
+            self.cell.notify.notify_waiters();
         }
     }
-    let mut attempt = Attempt {
-        inner: inner.clone(),
-        result: None,
-    };
-    attempt.result = Some(match inner.client.get_async_connection().await {
+    let mut attempt = Attempt { cell, result: None };
+    attempt.result = Some(match client.get_async_connection().await {
         Ok(conn) => Conn::Ready(conn),
         Err(e) => Conn::Failed(
             Instant::now(),
@@ -477,20 +397,12 @@ fn lock(state: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn store_error(e: RedisError) -> StoreError {
-    if e.is_timeout() {
-        StoreError::Timeout
-    } else {
-        StoreError::Redis(e)
-    }
-}
-
-impl fmt::Debug for RedisClusterStore {
+impl fmt::Debug for ClusterTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisClusterStore")
             .field(
                 "connected",
-                &matches!(*lock(&self.inner.state), Conn::Ready(_)),
+                &matches!(*lock(&self.cell.state), Conn::Ready(_)),
             )
             .finish()
     }
@@ -501,20 +413,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sources_hash_to_the_scripts_evalsha_calls() {
-        assert_eq!(Script::new(&SCRIPT_SOURCE).get_hash(), SCRIPT.get_hash());
-        assert_eq!(
-            Script::new(LEASE_SOURCE).get_hash(),
-            LEASE_SCRIPT.get_hash()
-        );
-    }
-
-    #[test]
-    fn malformed_urls_are_config_errors() {
-        assert!(matches!(
-            RedisClusterStore::from_url("nope://x"),
-            Err(StoreError::Config(_))
-        ));
+    fn malformed_urls_name_the_field() {
+        let e = RedisClusterStore::from_url("nope://x").unwrap_err();
+        assert_eq!(e.field(), "nodes");
         assert!(RedisClusterStore::from_nodes(["redis://127.0.0.1:1"]).is_ok());
     }
 }

@@ -1,12 +1,12 @@
-use super::cost::Pricing;
-use super::future::Answer;
-use super::rejection::Rejection;
 use super::service::RateLimit;
-use super::settle::Counting;
-use crate::algorithm::{Algorithm, Policy};
-use crate::headers::{policy_field, HeaderStyle, PolicyReport};
+use crate::algorithm::Algorithm;
+use crate::headers::{policy_field, HeaderStyle, LimitReport};
 use crate::key::{KeyExtractor, RequestView};
-use crate::{Decision, Limiter};
+use crate::layer::answer::{Answer, Rejection};
+use crate::layer::cost::Pricing;
+use crate::layer::gate::RateAnswer;
+use crate::layer::settle::Counting;
+use crate::{Decision, Limiter, Reason};
 use bytes::Bytes;
 use http::{HeaderValue, Response};
 use std::fmt;
@@ -35,17 +35,17 @@ pub struct RateLimitLayer<K, A> {
     pub(crate) config: Arc<Config<K, A>>,
 }
 
-pub(crate) type QuotaFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
+pub(crate) type LimitsFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
 
 pub(crate) struct Config<K, A> {
     pub(crate) limiter: Limiter<A>,
     pub(crate) extractor: K,
     pub(crate) pricing: Pricing,
-    pub(crate) quota: Option<QuotaFn<A>>,
+    pub(crate) limits_for: Option<LimitsFn<A>>,
     pub(crate) counting: Counting,
     pub(crate) refund_inner: bool,
     /// What the response future needs, without the layer's type parameters.
-    pub(crate) answer: Arc<Answer>,
+    pub(crate) answer: Arc<RateAnswer>,
 }
 
 impl<K: Clone, A> Clone for Config<K, A> {
@@ -54,7 +54,7 @@ impl<K: Clone, A> Clone for Config<K, A> {
             limiter: self.limiter.clone(),
             extractor: self.extractor.clone(),
             pricing: self.pricing.clone(),
-            quota: self.quota.clone(),
+            limits_for: self.limits_for.clone(),
             counting: self.counting.clone(),
             refund_inner: self.refund_inner,
             answer: self.answer.clone(),
@@ -74,12 +74,9 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     /// Limit requests by the key `extractor` takes from them, with `limiter`.
     /// Each request costs 1, headers are the IETF `RateLimit` fields.
     pub fn new(limiter: Limiter<A>, extractor: K) -> Self {
-        let answer = Arc::new(Answer {
-            name: limiter.name().into(),
-            style: HeaderStyle::default(),
-            on_rejection: None,
-            shadow: false,
-            single: single_policy(&limiter),
+        let answer = Arc::new(RateAnswer {
+            answer: Answer::new(limiter.name()),
+            own: limiter.quotas().map(|(n, q)| (n.into(), q)).collect(),
             policy_field: own_policy_field(&limiter),
         });
         Self {
@@ -87,7 +84,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
                 limiter,
                 extractor,
                 pricing: Pricing::Fixed(1),
-                quota: None,
+                limits_for: None,
                 counting: Counting::Always,
                 refund_inner: true,
                 answer,
@@ -104,13 +101,13 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     }
 
     /// Every request costs `cost` (default 1). A request carrying a
-    /// [`Cost`](super::Cost) extension costs that instead.
+    /// [`Cost`](crate::layer::Cost) extension costs that instead.
     pub fn cost(self, cost: u64) -> Self {
         self.map(|c| c.pricing = Pricing::Fixed(cost))
     }
 
     /// Price each request with `f` (e.g. by method or body size). A request
-    /// carrying a [`Cost`](super::Cost) extension costs that instead.
+    /// carrying a [`Cost`](crate::layer::Cost) extension costs that instead.
     ///
     /// ```
     /// # use floodgate::{algorithm::TokenBucket, key::Global, layer::RateLimitLayer, store::MemoryStore, Limiter};
@@ -125,10 +122,10 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
         self.map(|c| c.pricing = Pricing::Fn(Arc::new(f)))
     }
 
-    /// Resolve the quota per request, e.g. from the customer's plan that an
+    /// Resolve the limits per request, e.g. from the customer's plan that an
     /// auth layer put in the request's extensions: `None` keeps the
-    /// limiter's own. No limiter per tier is needed, and a key's state
-    /// carries over when its quota changes.
+    /// limiter's own (see [`Limiter::check_with`]). No limiter per tier is
+    /// needed, and a key's state carries over when its plan changes.
     ///
     /// ```
     /// # use floodgate::{algorithm::Gcra, key::Global, layer::RateLimitLayer, store::MemoryStore, Limiter};
@@ -136,18 +133,18 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     /// #[derive(Clone)]
     /// enum Plan { Free, Pro }
     /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
-    /// let layer = RateLimitLayer::new(limiter, Global::new()).quota(|req| {
+    /// let layer = RateLimitLayer::new(limiter, Global::new()).limits_for(|req| {
     ///     match req.extensions().get::<Plan>()? {
     ///         Plan::Free => None, // the limiter's own: 10/s
     ///         Plan::Pro => Some(Gcra::new(100, Duration::from_secs(1))),
     ///     }
     /// });
     /// ```
-    pub fn quota<F>(self, f: F) -> Self
+    pub fn limits_for<F>(self, f: F) -> Self
     where
         F: Fn(RequestView<'_>) -> Option<A> + Send + Sync + 'static,
     {
-        self.map(|c| c.quota = Some(Arc::new(f)))
+        self.map(|c| c.limits_for = Some(Arc::new(f)))
     }
 
     /// Give the charge back when the response's status matches (e.g.
@@ -188,7 +185,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
 
     /// Which rate-limit headers to send (default: the IETF fields).
     pub fn headers(self, style: HeaderStyle) -> Self {
-        self.map(|c| Arc::make_mut(&mut c.answer).style = style)
+        self.map(|c| c.answer_mut().style = style)
     }
 
     /// Replace the answers the layer gives by itself (429, 400, 503 and their
@@ -197,14 +194,14 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     where
         F: Fn(&Rejection<'_>) -> Response<Bytes> + Send + Sync + 'static,
     {
-        self.map(|c| Arc::make_mut(&mut c.answer).on_rejection = Some(Arc::new(f)))
+        self.map(|c| c.answer_mut().on_rejection = Some(Arc::new(f)))
     }
 
     /// Shadow mode: decide, charge and send headers as usual, but never
     /// block: a denied request is served anyway (and logged at `info`).
     /// For trying a limit on real traffic before enforcing it.
     pub fn shadow(self, shadow: bool) -> Self {
-        self.map(|c| Arc::make_mut(&mut c.answer).shadow = shadow)
+        self.map(|c| c.answer_mut().shadow = shadow)
     }
 
     /// The limiter.
@@ -213,16 +210,13 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     }
 }
 
-/// The limiter's policy if it has exactly one.
-fn single_policy<A: Algorithm>(limiter: &Limiter<A>) -> Option<(Arc<str>, Policy)> {
-    let mut policies = limiter.policies();
-    match (policies.next(), policies.next()) {
-        (Some((name, policy)), None) => Some((name.into(), policy)),
-        _ => None,
+impl<K, A> Config<K, A> {
+    fn answer_mut(&mut self) -> &mut Answer {
+        &mut Arc::make_mut(&mut self.answer).answer
     }
 }
 
-/// `RateLimit-Policy` for the limiter's own policies (any decision will do:
+/// `RateLimit-Policy` for the limiter's own limits (any decision will do:
 /// the field reads only names and quotas).
 fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<HeaderValue> {
     let decision = Decision {
@@ -232,11 +226,12 @@ fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<HeaderValue> {
         reset_after: Duration::ZERO,
         retry_after: None,
         delay: Duration::ZERO,
+        reason: Reason::WithinLimit,
         degraded: false,
     };
     let reports: Vec<_> = limiter
-        .policies()
-        .map(|(name, policy)| PolicyReport::new(name, policy, &decision))
+        .quotas()
+        .map(|(name, quota)| LimitReport::new(name, quota, &decision))
         .collect();
     policy_field(&reports)
 }
@@ -255,8 +250,8 @@ impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimitLayer<K, A> {
             .field("limiter", &self.config.limiter)
             .field("extractor", &self.config.extractor)
             .field("pricing", &self.config.pricing)
-            .field("style", &self.config.answer.style)
-            .field("shadow", &self.config.answer.shadow)
+            .field("style", &self.config.answer.answer.style)
+            .field("shadow", &self.config.answer.answer.shadow)
             .finish()
     }
 }

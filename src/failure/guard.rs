@@ -1,0 +1,379 @@
+//! The guard around every store call that waits: the timeout, the circuit
+//! breaker, the failure policy and its reporting.
+
+use super::breaker::{Breaker, Transition};
+use super::{CircuitBreaker, CircuitState, FailureEvent, FailureKind, FailurePolicy};
+use crate::algorithm::Spec;
+use crate::decision::Reason;
+use crate::store::{Mode, Replies, StoreError, StoreFuture};
+use crate::{Decision, Error};
+use smallvec::SmallVec;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// At most one `warn` per limiter per this many ms.
+const WARN_EVERY_MS: u64 = 1000;
+
+/// The failure hook: called for every decision the store could not make.
+pub(crate) type FailureHook = Arc<dyn Fn(&FailureEvent<'_>) + Send + Sync>;
+
+/// Everything a limiter needs to survive its store: the timeout, the policy,
+/// the breaker and the reporting.
+pub(crate) struct Guard {
+    timeout: Duration,
+    policy: FailurePolicy,
+    breaker: Breaker,
+    hook: Option<FailureHook>,
+    /// When the last `warn` was emitted, in the breaker's ms; 0 for never.
+    warned_at: AtomicU64,
+    /// Degraded decisions since the last `warn`.
+    suppressed: AtomicU64,
+}
+
+/// One store call, as the failure policy sees it: what it must answer in
+/// the store's place.
+pub(crate) struct Call<'a> {
+    pub(crate) limiter: &'a str,
+    /// One per target decided together.
+    pub(crate) specs: &'a [Spec],
+    /// The user key, for a fallback limiter.
+    pub(crate) key: &'a str,
+    pub(crate) cost: u64,
+    pub(crate) mode: Mode,
+    pub(crate) lease: &'a str,
+}
+
+/// One decision per target, in order.
+pub(crate) type Each = SmallVec<[Decision; 1]>;
+
+impl Guard {
+    pub(crate) fn new(
+        timeout: Duration,
+        policy: FailurePolicy,
+        breaker: CircuitBreaker,
+        hook: Option<FailureHook>,
+    ) -> Self {
+        Self {
+            timeout,
+            policy,
+            breaker: Breaker::new(breaker),
+            hook,
+            warned_at: AtomicU64::new(0),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn policy(&self) -> &FailurePolicy {
+        &self.policy
+    }
+
+    pub(crate) fn circuit_state(&self) -> CircuitState {
+        self.breaker.state()
+    }
+
+    /// Run `store` under the timeout and the breaker; on failure, let the
+    /// policy decide. One decision per target, in order.
+    pub(crate) async fn call(&self, store: StoreFuture, call: &Call<'_>) -> Result<Each, Error> {
+        let Some(ticket) = self.breaker.try_acquire() else {
+            return self.degrade(call, FailureKind::CircuitOpen, None).await;
+        };
+        let error = match tokio::time::timeout(self.timeout, store).await {
+            Ok(Ok(replies)) => {
+                if ticket.success() == Transition::Closed {
+                    tracing::info!(
+                        limiter = call.limiter,
+                        "rate-limit store answers again: circuit closed, limiting resumed"
+                    );
+                }
+                return Ok(decisions(replies));
+            }
+            Ok(Err(e)) => e,
+            Err(_) => StoreError::Timeout,
+        };
+        let kind = FailureKind::of(&error);
+        if ticket.failure() == Transition::Opened {
+            let b = self.breaker.config();
+            tracing::warn!(
+                limiter = call.limiter,
+                kind = kind.as_str(),
+                error = %error,
+                policy = self.policy.name(),
+                failures = b.failures(),
+                cool_down_ms = b.cool_down().as_millis() as u64,
+                "rate-limit store keeps failing: circuit open, decisions made by the failure policy without calling it"
+            );
+        }
+        self.degrade(call, kind, Some(error)).await
+    }
+
+    async fn degrade(
+        &self,
+        call: &Call<'_>,
+        kind: FailureKind,
+        error: Option<StoreError>,
+    ) -> Result<Each, Error> {
+        // With the circuit open nothing below waits on Tokio: without this, a
+        // task deciding in a loop would never yield, and could starve its
+        // worker (timers included).
+        tokio::task::coop::consume_budget().await;
+        // `Err(None)`: return the store's error.
+        let decided: Result<Each, Option<Error>> = match &self.policy {
+            FailurePolicy::FailOpen => Ok(call.specs.iter().map(fail_open).collect()),
+            FailurePolicy::FailClosed => {
+                let retry = self.breaker.retry_after();
+                Ok(call.specs.iter().map(|s| fail_closed(s, retry)).collect())
+            }
+            // The fallback decides once for all the targets.
+            FailurePolicy::Fallback(f) => f
+                .decide(call.key, call.cost, call.mode, call.lease)
+                .await
+                .map(|d| call.specs.iter().map(|_| d).collect())
+                .map_err(Some),
+            FailurePolicy::ReturnError => Err(None),
+        };
+        let first = decided.as_ref().ok().and_then(|d| d.first());
+        self.report(call, kind, error.as_ref(), first);
+        match decided {
+            Ok(d) => Ok(d),
+            Err(Some(e)) => Err(e),
+            Err(None) => Err(Error::Store(error.unwrap_or_else(|| {
+                StoreError::Unavailable("circuit breaker open: the store keeps failing".into())
+            }))),
+        }
+    }
+
+    fn report(
+        &self,
+        call: &Call<'_>,
+        kind: FailureKind,
+        error: Option<&StoreError>,
+        decision: Option<&Decision>,
+    ) {
+        let policy = self.policy.name();
+        let allowed = decision.map(|d| d.allowed);
+        tracing::debug!(
+            limiter = call.limiter,
+            kind = kind.as_str(),
+            policy,
+            allowed,
+            "rate-limit store failed: decided by the failure policy"
+        );
+        if let Some(more) = self.throttle() {
+            let error = match error {
+                Some(e) => e.to_string(),
+                None => "circuit open".to_owned(),
+            };
+            tracing::warn!(
+                limiter = call.limiter,
+                kind = kind.as_str(),
+                error = %error,
+                policy,
+                degraded_since_last_warning = more,
+                "rate-limit store failed: decisions are made by the failure policy"
+            );
+        }
+        if let Some(hook) = &self.hook {
+            hook(&FailureEvent {
+                limiter: call.limiter,
+                kind,
+                error,
+                policy: &self.policy,
+                decision,
+                circuit: self.breaker.state(),
+            });
+        }
+    }
+
+    /// `Some(n)` when a `warn` may be emitted now, `n` the decisions not
+    /// warned about since the last one.
+    fn throttle(&self) -> Option<u64> {
+        self.throttle_at(self.breaker.now_ms())
+    }
+
+    fn throttle_at(&self, now: u64) -> Option<u64> {
+        let last = self.warned_at.load(Ordering::Relaxed);
+        if (last == 0 || now >= last + WARN_EVERY_MS)
+            && self
+                .warned_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(self.suppressed.swap(0, Ordering::Relaxed));
+        }
+        self.suppressed.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+}
+
+/// The store's replies as decisions.
+pub(crate) fn decisions(replies: Replies) -> Each {
+    replies
+        .into_iter()
+        .map(crate::algorithm::Reply::decision)
+        .collect()
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Guard")
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("circuit_breaker", self.breaker.config())
+            .field("circuit", &self.breaker.state())
+            .finish()
+    }
+}
+
+/// Admitted, with placeholders: the limit as remaining, nothing to wait.
+fn fail_open(spec: &Spec) -> Decision {
+    let limit = spec.max_cost();
+    Decision {
+        allowed: true,
+        limit,
+        remaining: limit,
+        reset_after: Duration::ZERO,
+        retry_after: None,
+        delay: Duration::ZERO,
+        reason: Reason::FailOpen,
+        degraded: true,
+    }
+}
+
+/// Denied until the breaker would let a call through again.
+fn fail_closed(spec: &Spec, retry_after: Duration) -> Decision {
+    Decision {
+        allowed: false,
+        limit: spec.max_cost(),
+        remaining: 0,
+        reset_after: retry_after,
+        retry_after: Some(retry_after),
+        delay: Duration::ZERO,
+        reason: Reason::FailClosed,
+        degraded: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::DEFAULT_COOL_DOWN;
+    use super::*;
+    use crate::algorithm::sealed::Sealed;
+    use crate::algorithm::TokenBucket;
+    use crate::store::MemoryStore;
+    use crate::Limiter;
+    use std::sync::Mutex;
+
+    const TIMEOUT: Duration = Duration::from_millis(100);
+
+    fn call(specs: &[Spec]) -> Call<'_> {
+        Call {
+            limiter: "test",
+            specs,
+            key: "ana",
+            cost: 1,
+            mode: Mode::Check,
+            lease: "",
+        }
+    }
+
+    fn down() -> StoreFuture {
+        Box::pin(async { Err(StoreError::Unavailable("refused".into())) })
+    }
+
+    fn hangs() -> StoreFuture {
+        Box::pin(std::future::pending())
+    }
+
+    fn spec() -> Spec {
+        TokenBucket::new(10, 1.0).parts().remove(0).1
+    }
+
+    #[tokio::test]
+    async fn each_policy_answers_a_failure() {
+        let specs = [spec()];
+        let guard = |policy| Guard::new(TIMEOUT, policy, CircuitBreaker::default(), None);
+
+        let d = guard(FailurePolicy::FailOpen)
+            .call(down(), &call(&specs))
+            .await
+            .unwrap()[0];
+        assert!(d.allowed && d.degraded && d.limit == 10 && d.reason == Reason::FailOpen);
+
+        let d = guard(FailurePolicy::FailClosed)
+            .call(down(), &call(&specs))
+            .await
+            .unwrap()[0];
+        assert!(!d.allowed && d.degraded && d.reason == Reason::FailClosed);
+        assert_eq!(d.retry_after, Some(DEFAULT_COOL_DOWN));
+
+        let e = guard(FailurePolicy::ReturnError)
+            .call(down(), &call(&specs))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::Store(StoreError::Unavailable(_))), "{e}");
+
+        let local = Limiter::new(MemoryStore::new(), TokenBucket::new(1, 0.001));
+        let g = guard(FailurePolicy::fallback(local));
+        let d = g.call(down(), &call(&specs)).await.unwrap()[0];
+        assert!(d.allowed && d.degraded && d.limit == 1 && d.reason == Reason::WithinLimit);
+        let d = g.call(down(), &call(&specs)).await.unwrap()[0];
+        assert!(!d.allowed && d.degraded && d.retry_after.is_some());
+        assert_eq!(d.reason, Reason::OverLimit, "the fallback says why");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeouts_open_the_circuit_and_then_the_store_is_not_called() {
+        let specs = [spec()];
+        let kinds = Arc::new(Mutex::new(Vec::new()));
+        let seen = kinds.clone();
+        let hook: FailureHook = Arc::new(move |e: &FailureEvent<'_>| {
+            assert_eq!(e.limiter, "test");
+            seen.lock().unwrap().push((e.kind, e.circuit));
+        });
+        let g = Guard::new(
+            TIMEOUT,
+            FailurePolicy::FailOpen,
+            CircuitBreaker::new(2, Duration::from_secs(60)),
+            Some(hook),
+        );
+        for _ in 0..2 {
+            let start = tokio::time::Instant::now();
+            let d = g.call(hangs(), &call(&specs)).await.unwrap()[0];
+            assert!(d.degraded);
+            assert_eq!(start.elapsed(), TIMEOUT);
+        }
+        assert_eq!(g.circuit_state(), CircuitState::Open);
+        let never: StoreFuture =
+            Box::pin(async { panic!("an open circuit does not call the store") });
+        let d = g.call(never, &call(&specs)).await.unwrap()[0];
+        assert!(d.degraded && d.allowed);
+        assert_eq!(
+            *kinds.lock().unwrap(),
+            [
+                (FailureKind::Timeout, CircuitState::Closed),
+                (FailureKind::Timeout, CircuitState::Open),
+                (FailureKind::CircuitOpen, CircuitState::Open),
+            ]
+        );
+    }
+
+    #[test]
+    fn warnings_are_throttled() {
+        let g = Guard::new(
+            TIMEOUT,
+            FailurePolicy::default(),
+            CircuitBreaker::default(),
+            None,
+        );
+        assert_eq!(g.throttle_at(1), Some(0));
+        for t in 2..12 {
+            assert_eq!(g.throttle_at(t), None);
+        }
+        assert_eq!(g.throttle_at(WARN_EVERY_MS), None);
+        // A second after the last warning, the next one counts the rest.
+        assert_eq!(g.throttle_at(WARN_EVERY_MS + 1), Some(11));
+        assert_eq!(g.throttle_at(WARN_EVERY_MS + 2), None);
+    }
+}

@@ -1,0 +1,251 @@
+//! What a decision leads to, for either layer: reject at once, call the
+//! service (after the leaky bucket's delay), and what the admitted
+//! response carries.
+
+use super::answer::{Answer, RejectionKind};
+use super::settle::{RateLimited, Settle};
+use crate::algorithm::Quota;
+use crate::concurrency::{ConcurrencyLimiter, Lease};
+use crate::headers::{write_with_policy, HeaderStyle, LimitReport, ResetUnit};
+use crate::limiter::{Decided, Plan};
+use crate::{Decision, Error, Reason};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Response};
+use smallvec::SmallVec;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How the rate-limit layer answers, and what it knows of its limiter's
+/// own limits (so that a request under them allocates no names).
+#[derive(Clone)]
+pub(crate) struct RateAnswer {
+    pub(crate) answer: Answer,
+    /// The limiter's own limits: name and quota, in order.
+    pub(crate) own: Box<[(Arc<str>, Quota)]>,
+    /// `RateLimit-Policy` for the limiter's own limits: it only changes
+    /// with the limits, so it is built once.
+    pub(crate) policy_field: Option<HeaderValue>,
+}
+
+impl RateAnswer {
+    /// `f` of the reports of each limit's decision: under the limiter's
+    /// own limits, or under `plan`'s.
+    fn with_reports<R>(
+        &self,
+        plan: Option<&Plan>,
+        decided: &Decided,
+        f: impl FnOnce(&[LimitReport<'_>]) -> R,
+    ) -> R {
+        let reports: SmallVec<[LimitReport<'_>; 1]> = match plan {
+            None => self
+                .own
+                .iter()
+                .zip(&decided.each)
+                .map(|((name, quota), d)| LimitReport::new(name, *quota, d))
+                .collect(),
+            Some(plan) => plan
+                .names
+                .iter()
+                .zip(&*plan.targets)
+                .zip(&decided.each)
+                .map(|((name, t), d)| LimitReport::new(name, t.spec.quota(), d))
+                .collect(),
+        };
+        f(&reports)
+    }
+}
+
+/// How the concurrency layer answers.
+#[derive(Clone)]
+pub(crate) struct LeaseAnswer {
+    pub(crate) answer: Answer,
+    /// The `Retry-After` of a rejection: a slot frees when any request of
+    /// the key ends, which the layer cannot foresee.
+    pub(crate) retry_after: Duration,
+}
+
+/// What turns a request's decision into what the layer does.
+pub(crate) enum Gate {
+    /// The rate-limit layer's: `plan` is a quota resolved for this request
+    /// (`None`: the limiter's own limits).
+    Rate {
+        layer: Arc<RateAnswer>,
+        plan: Option<Arc<Plan>>,
+        settle: Option<Settle>,
+    },
+    /// The concurrency layer's: the lease `id` of `key` being acquired.
+    Lease {
+        layer: Arc<LeaseAnswer>,
+        limiter: ConcurrencyLimiter,
+        key: String,
+        id: String,
+    },
+}
+
+/// What a decision leads to.
+pub(crate) enum Next {
+    /// The layer answers by itself.
+    Reject(Response<Bytes>),
+    /// The inner service is called now.
+    Call(Admitted),
+    /// The inner service is called after the leaky bucket's delay.
+    Delay(Duration, Admitted),
+}
+
+/// An admitted request: the rate-limit fields its response gets, what to do
+/// with its charge once the status is known, and the lease it holds.
+pub(crate) struct Admitted {
+    fields: Option<Fields>,
+    settle: Option<Settle>,
+    lease: Option<Box<Lease>>,
+}
+
+/// The rate-limit fields of an admitted response.
+struct Fields {
+    layer: Arc<RateAnswer>,
+    plan: Option<Arc<Plan>>,
+    decided: Decided,
+    /// When it was decided, for epoch resets only (a clock read saved
+    /// otherwise).
+    at: Option<SystemTime>,
+}
+
+impl Gate {
+    /// What `result` leads to; `headers` are the request's (the request
+    /// itself stays where it is: it is large to move).
+    pub(crate) fn next(self, result: Result<Decided, Error>, headers: &HeaderMap) -> Next {
+        match self {
+            Gate::Rate {
+                layer,
+                plan,
+                settle,
+            } => {
+                let decided = match verdict(&layer.answer, result, headers, |d| {
+                    layer.with_reports(plan.as_deref(), d, |reports| {
+                        layer
+                            .answer
+                            .reject(RejectionKind::Limited { reports }, headers)
+                    })
+                }) {
+                    Verdict::Serve(decided) => decided,
+                    Verdict::Refuse(response) => return Next::Reject(response),
+                };
+                let d = decided.combined;
+                let epoch = matches!(
+                    layer.answer.style,
+                    HeaderStyle::Legacy {
+                        reset: ResetUnit::EpochSeconds
+                    }
+                );
+                let admitted = Admitted {
+                    fields: Some(Fields {
+                        at: epoch.then(SystemTime::now),
+                        layer,
+                        plan,
+                        decided,
+                    }),
+                    // Shadow mode charged nothing to give back for a denial.
+                    settle: settle.filter(|_| d.allowed),
+                    lease: None,
+                };
+                if d.allowed && !d.delay.is_zero() {
+                    Next::Delay(d.delay, admitted)
+                } else {
+                    Next::Call(admitted)
+                }
+            }
+            Gate::Lease {
+                layer,
+                limiter,
+                key,
+                id,
+            } => {
+                let decided = match verdict(&layer.answer, result, headers, |d| {
+                    let full = Decision {
+                        reset_after: layer.retry_after,
+                        retry_after: Some(layer.retry_after),
+                        ..d.combined
+                    };
+                    let quota = limiter.quota();
+                    let reports = [LimitReport::new(limiter.name(), quota, &full)];
+                    layer
+                        .answer
+                        .reject(RejectionKind::Limited { reports: &reports }, headers)
+                }) {
+                    Verdict::Serve(decided) => decided,
+                    Verdict::Refuse(response) => return Next::Reject(response),
+                };
+                Next::Call(Admitted {
+                    fields: None,
+                    settle: None,
+                    // Shadow mode serves a request that got no lease.
+                    lease: limiter.lease(key, id, decided).ok().map(Box::new),
+                })
+            }
+        }
+    }
+}
+
+/// Whether the layer serves a request, or answers it itself.
+enum Verdict {
+    Serve(Decided),
+    Refuse(Response<Bytes>),
+}
+
+/// The decision of a request the layer serves, or the layer's answer to one
+/// it refuses: 503 when the decision could not be made or the failure
+/// policy denies, `limited` (429) when a limit denies, unless in shadow
+/// mode.
+fn verdict(
+    answer: &Answer,
+    result: Result<Decided, Error>,
+    headers: &HeaderMap,
+    limited: impl FnOnce(&Decided) -> Response<Bytes>,
+) -> Verdict {
+    let decided = match result {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, limiter = %answer.name, "rate-limit decision failed; answering 503");
+            let kind = RejectionKind::Unavailable { retry_after: None };
+            return Verdict::Refuse(answer.reject(kind, headers));
+        }
+    };
+    let d = &decided.combined;
+    if d.allowed {
+        return Verdict::Serve(decided);
+    }
+    if answer.shadow {
+        tracing::info!(limiter = %answer.name, reason = %d.reason, "shadow mode: request over the limit served anyway");
+        return Verdict::Serve(decided);
+    }
+    Verdict::Refuse(match d.reason {
+        Reason::FailClosed | Reason::FailOpen => {
+            let kind = RejectionKind::Unavailable {
+                retry_after: d.retry_after,
+            };
+            answer.reject(kind, headers)
+        }
+        _ => limited(&decided),
+    })
+}
+
+impl Admitted {
+    /// The response's head is known: write its fields, settle its charge;
+    /// the lease goes on with the body.
+    pub(crate) fn finish(self, parts: &mut http::response::Parts) -> Option<Box<Lease>> {
+        if let Some(f) = &self.fields {
+            let layer = &*f.layer;
+            let own = f.plan.is_none();
+            let policy = layer.policy_field.as_ref().filter(|_| own);
+            let at = f.at.unwrap_or(SystemTime::UNIX_EPOCH);
+            layer.with_reports(f.plan.as_deref(), &f.decided, |reports| {
+                write_with_policy(layer.answer.style, reports, at, &mut parts.headers, policy);
+            });
+        }
+        if let Some(settle) = self.settle {
+            let denied_inside = parts.extensions.get::<RateLimited>().is_some();
+            settle.run(parts.status, denied_inside);
+        }
+        self.lease
+    }
+}

@@ -1,0 +1,270 @@
+//! [`Limiter`]: one algorithm over one store, usable without HTTP, and the
+//! one decision path every limiter takes (`core.rs`).
+
+mod builder;
+mod core;
+mod deny_cache;
+mod pending;
+
+pub use self::builder::LimiterBuilder;
+pub(crate) use self::builder::{settings_methods, Settings};
+pub(crate) use self::core::{Ask, Core, Decided, Plan};
+pub(crate) use self::pending::Pending;
+
+use crate::algorithm::{Algorithm, Quota};
+use crate::failure::FallbackLimiter;
+use crate::failure::{BoxFuture, CircuitState, FailurePolicy, Fallback, FallbackKind};
+use crate::store::{Mode, Store};
+use crate::{Decision, Decisions, Error, LimitDecision};
+use std::fmt;
+use std::sync::Arc;
+
+/// Charges costs to keys with one algorithm, over one store.
+///
+/// `Clone + Send + Sync` and cheap to clone; works the same over a
+/// [`MemoryStore`](crate::store::MemoryStore) or a
+/// [`RedisStore`](crate::store::RedisStore). Every method takes the same
+/// path: the timeout, the circuit breaker, the failure policy, the metrics
+/// and the deny cache apply to each.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use floodgate::{algorithm::TokenBucket, clock::ManualClock, store::MemoryStore, Limiter};
+///
+/// let clock = ManualClock::new(0);
+/// let limiter = Limiter::builder(MemoryStore::new(), TokenBucket::new(10, 10.0))
+///     .prefix("rl")
+///     .clock(clock.clone())
+///     .build()?;
+/// let d = limiter.check("ana", 4).await?;
+/// assert!(d.allowed);
+/// assert_eq!(d.remaining, 6);
+/// // peek: what check(key, 1) would say, consuming nothing.
+/// assert_eq!(limiter.peek("ana").await?.remaining, 5);
+/// assert_eq!(limiter.peek("ana").await?.remaining, 5);
+/// // A cost of 0 reports the state as it is.
+/// assert_eq!(limiter.check("ana", 0).await?.remaining, 6);
+/// assert!(limiter.check("ana", 7).await?.denied());
+/// # Ok(()) }
+/// ```
+pub struct Limiter<A> {
+    inner: Arc<Inner<A>>,
+}
+
+struct Inner<A> {
+    core: Arc<Core>,
+    /// The plan of the limiter's own limits.
+    own: Plan,
+    algorithm: A,
+}
+
+impl<A> Clone for Limiter<A> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<A: Algorithm> Limiter<A> {
+    /// Start building a limiter of `algorithm` over `store`.
+    pub fn builder(store: impl Into<Store>, algorithm: A) -> LimiterBuilder<A> {
+        LimiterBuilder::new(store.into(), algorithm)
+    }
+
+    /// A limiter with the defaults: prefix `floodgate`, name `default`, the
+    /// store's own clock, a 100 ms timeout, failing open.
+    pub fn new(store: impl Into<Store>, algorithm: A) -> Self {
+        Self::builder(store, algorithm).build_defaults()
+    }
+
+    pub(crate) fn from_core(core: Core, algorithm: A) -> Self {
+        let own = core.plan(algorithm.parts());
+        Self {
+            inner: Arc::new(Inner {
+                core: Arc::new(core),
+                own,
+                algorithm,
+            }),
+        }
+    }
+
+    /// Charge `cost` to `key`: admitted if it fits, and then consumed;
+    /// denied otherwise, consuming nothing. With several limits
+    /// ([`Limits`](crate::algorithm::Limits)), admitted only if all admit,
+    /// and then charged to all; the numbers are the most restrictive
+    /// limit's (see [`check_all`](Self::check_all) for each).
+    ///
+    /// A cost of 0 is always admitted and reports the key's state. A cost
+    /// above the limit can never fit: it is denied with no `retry_after`
+    /// ([`Reason::CostTooHigh`](crate::Reason::CostTooHigh)).
+    pub async fn check(&self, key: &str, cost: u64) -> Result<Decision, Error> {
+        Ok(self.start(None, key, cost, Mode::Check).await?.combined)
+    }
+
+    /// Like [`check`](Self::check), with each limit's decision too (what
+    /// the layer writes in `RateLimit-Policy` and `RateLimit`).
+    pub async fn check_all(&self, key: &str, cost: u64) -> Result<Decisions, Error> {
+        let decided = self.start(None, key, cost, Mode::Check).await?;
+        Ok(decisions(&self.inner.own, decided))
+    }
+
+    /// Like [`check_all`](Self::check_all), with the limits of `algorithm`
+    /// instead of the limiter's own, for this call only: limits resolved per
+    /// request (a customer's plan: free 10/s, pro 100/s) without a limiter
+    /// per tier. A key's state is shared by limits of the same name and
+    /// algorithm, so a customer who changes plan keeps what they used.
+    pub async fn check_with(
+        &self,
+        key: &str,
+        cost: u64,
+        algorithm: &A,
+    ) -> Result<Decisions, Error> {
+        let plan = self.plan(algorithm);
+        let decided = self.start(Some(&plan), key, cost, Mode::Check).await?;
+        Ok(decisions(&plan, decided))
+    }
+
+    /// What `check(key, 1)` would say now, consuming nothing: `remaining`
+    /// is what would be left after it. For the remaining quota as it is, use
+    /// `check(key, 0)`, which also consumes nothing.
+    pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
+        Ok(self.start(None, key, 1, Mode::Peek).await?.combined)
+    }
+
+    /// Give back `cost` that an earlier `check` charged to `key` (a request
+    /// that failed on the server, or that a later limit denied). Returns the
+    /// state after the refund. What has already expired is not given back;
+    /// the sliding log gives back its newest entries.
+    pub async fn refund(&self, key: &str, cost: u64) -> Result<Decision, Error> {
+        Ok(self.start(None, key, cost, Mode::Refund).await?.combined)
+    }
+
+    /// Like [`refund`](Self::refund), for a charge made with
+    /// [`check_with`](Self::check_with) and the same `algorithm`.
+    pub async fn refund_with(
+        &self,
+        key: &str,
+        cost: u64,
+        algorithm: &A,
+    ) -> Result<Decision, Error> {
+        let plan = self.plan(algorithm);
+        Ok(self
+            .start(Some(&plan), key, cost, Mode::Refund)
+            .await?
+            .combined)
+    }
+
+    /// The plan of `algorithm`'s limits under this limiter's names.
+    pub(crate) fn plan(&self, algorithm: &A) -> Plan {
+        self.inner.core.plan(algorithm.parts())
+    }
+
+    /// Start a decision of `plan` (the limiter's own when `None`): what
+    /// every method above and the layer do.
+    pub(crate) fn start(
+        &self,
+        plan: Option<&Plan>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Pending<Decided> {
+        let inner = &*self.inner;
+        inner.core.run(Ask {
+            plan: plan.unwrap_or(&inner.own),
+            own: plan.is_none(),
+            key,
+            cost,
+            mode,
+            lease: "",
+        })
+    }
+
+    /// What this limiter does when its store fails.
+    pub fn failure_policy(&self) -> &FailurePolicy {
+        self.inner.core.guard.policy()
+    }
+
+    /// The state of this limiter's circuit breaker (always
+    /// [`Closed`](CircuitState::Closed) over a memory store).
+    pub fn circuit_state(&self) -> CircuitState {
+        self.inner.core.guard.circuit_state()
+    }
+
+    /// The algorithm and its parameters.
+    pub fn algorithm(&self) -> &A {
+        &self.inner.algorithm
+    }
+
+    /// Each limit's name and quota, as they read on the wire.
+    pub fn quotas(&self) -> impl Iterator<Item = (&str, Quota)> {
+        let own = &self.inner.own;
+        own.names
+            .iter()
+            .zip(&*own.targets)
+            .map(|(n, t)| (&**n, t.spec.quota()))
+    }
+
+    /// The limiter's name: its namespace in the store and the name of its
+    /// limit in `RateLimit` headers (for [`Limits`](crate::algorithm::Limits),
+    /// each limit has its own).
+    pub fn name(&self) -> &str {
+        &self.inner.core.name
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.core.store
+    }
+}
+
+/// Each limit's decision, with its name and quota.
+pub(crate) fn decisions(plan: &Plan, decided: Decided) -> Decisions {
+    let each = plan
+        .names
+        .iter()
+        .zip(&*plan.targets)
+        .zip(decided.each)
+        .map(|((name, target), decision)| LimitDecision {
+            name: name.clone(),
+            quota: target.spec.quota(),
+            decision,
+        })
+        .collect();
+    Decisions {
+        combined: decided.combined,
+        each,
+    }
+}
+
+impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limiter")
+            .field("core", &self.inner.core)
+            .field("algorithm", &self.inner.algorithm)
+            .finish()
+    }
+}
+
+impl<B: Algorithm> FallbackLimiter for Limiter<B> {
+    fn kind(&self) -> FallbackKind {
+        FallbackKind::Rate
+    }
+
+    fn decide<'a>(
+        &'a self,
+        key: &'a str,
+        cost: u64,
+        mode: Mode,
+        _lease: &'a str,
+    ) -> BoxFuture<'a, Result<Decision, Error>> {
+        let pending = self.start(None, key, cost, mode);
+        Box::pin(async move { Ok(pending.await?.combined) })
+    }
+}
+
+impl<B: Algorithm> From<Limiter<B>> for Fallback {
+    fn from(limiter: Limiter<B>) -> Self {
+        Fallback::new(Arc::new(limiter))
+    }
+}

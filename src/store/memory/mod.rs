@@ -1,0 +1,268 @@
+//! The in-process store: the algorithms' Rust twins over sharded hash tables.
+
+mod shard;
+
+use self::shard::{Hasher, Shard, Slot, Step, HASHED};
+use super::key::bounded;
+use super::{Answer, Backend, Batch, Namespace, Replies, Store};
+use smallvec::{smallvec, SmallVec};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Default bound on the number of keys held at once.
+pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(1_000_000).unwrap();
+
+/// Keeps rate-limit state in this process: the default for one server, and
+/// for trying floodgate out. Decisions are the same as on Redis, decision by
+/// decision; only the state is not shared between processes.
+///
+/// A decision on it never waits and never fails: it is made at once, inside
+/// the call that asks for it (no future, no timeout, no circuit breaker).
+///
+/// Concurrent: keys are spread over independently locked shards. Bounded:
+/// state a key no longer needs expires and is swept as the map grows, and at
+/// most `max_keys` keys are held (a little less when `max_keys` is not a
+/// multiple of the number of shards). When a new key arrives at that bound, the
+/// entry closest to expiry among a sample is evicted (like Redis'
+/// `volatile-ttl`): that can only loosen the limit of the evicted key, and
+/// never denies anybody for lack of room.
+///
+/// Cheap to clone: clones share the same state.
+///
+/// ```
+/// use floodgate::store::MemoryStore;
+/// use std::num::NonZeroUsize;
+/// let store = MemoryStore::new();
+/// let small = MemoryStore::with_max_keys(NonZeroUsize::new(10_000).unwrap());
+/// ```
+#[derive(Clone)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+/// What a [`MemoryStore`] holds and what keeping it bounded has cost, from
+/// [`MemoryStore::stats`]: for dashboards, and for checking that the cost of
+/// new keys stays amortized O(1) without timing anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryStats {
+    /// Keys held now, expired ones not yet swept included.
+    pub keys: usize,
+    /// Entries sweeps have visited so far, to drop the expired ones.
+    pub swept: u64,
+    /// Entries evicted so far to make room for new keys.
+    pub evicted: u64,
+}
+
+struct Inner {
+    shards: Box<[Padded]>,
+    hasher: Hasher,
+    max_per_shard: usize,
+    /// Ids of the namespaces limiters write to (`prefix:name:tag:`), so that
+    /// a decision looks its key up without building a string.
+    namespaces: Mutex<HashMap<Box<str>, u64>>,
+}
+
+/// A shard on cache lines of its own: two cores deciding keys of
+/// neighbouring shards do not take each other's lines.
+#[repr(align(128))]
+struct Padded(Mutex<Shard>);
+
+impl MemoryStore {
+    /// A store holding at most [`DEFAULT_MAX_KEYS`] keys.
+    pub fn new() -> Self {
+        Self::with_max_keys(DEFAULT_MAX_KEYS)
+    }
+
+    /// A store holding at most `max_keys` keys.
+    pub fn with_max_keys(max_keys: NonZeroUsize) -> Self {
+        // Calibrate the clock now rather than on the first decision.
+        crate::clock::Clock::now_ms(&crate::clock::MonotonicClock);
+        let max_keys = max_keys.get();
+        let threads = std::thread::available_parallelism().map_or(4, NonZeroUsize::get);
+        // Never more shards than keys, so every shard holds at least one and
+        // their bounds add up to at most `max_keys`.
+        let largest = 1 << max_keys.ilog2();
+        let shards = (threads * 16)
+            .next_power_of_two()
+            .clamp(16, 1024)
+            .min(largest);
+        let max_per_shard = max_keys / shards;
+        let hasher = Hasher::default();
+        let shards = (0..shards)
+            .map(|i| Padded(Mutex::new(Shard::new(max_per_shard, hasher.hash_one(i)))))
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                shards,
+                hasher,
+                max_per_shard,
+                namespaces: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The number of keys held now, expired ones not yet swept included.
+    pub fn len(&self) -> usize {
+        self.stats().keys
+    }
+
+    /// Whether no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What the store holds, and what keeping it bounded has cost so far.
+    pub fn stats(&self) -> MemoryStats {
+        let mut stats = MemoryStats {
+            keys: 0,
+            swept: 0,
+            evicted: 0,
+        };
+        for shard in &*self.inner.shards {
+            let shard = lock(shard);
+            stats.keys += shard.len();
+            stats.swept += shard.swept;
+            stats.evicted += shard.evicted;
+        }
+        stats
+    }
+
+    /// Drop every key whose state has expired at `now_ms` (the store does
+    /// this by itself as it grows; this is for tests and for freeing memory
+    /// after a spike).
+    pub fn sweep(&self, now_ms: u64) {
+        for shard in &*self.inner.shards {
+            lock(shard).sweep(now_ms);
+        }
+    }
+}
+
+impl Inner {
+    fn slot<'a>(&self, ns: u64, user: &'a str) -> Slot<'a> {
+        // Long keys are hashed as on Redis: they cannot blow up memory.
+        let user = bounded(user);
+        let ns = match user {
+            Cow::Owned(_) => ns | HASHED,
+            Cow::Borrowed(_) => ns,
+        };
+        Slot {
+            hash: self.hasher.hash_one((ns, &*user)),
+            ns,
+            user,
+        }
+    }
+
+    fn shard(&self, slot: &Slot<'_>) -> usize {
+        // Bits above those the table indexes with, below its tag bits.
+        (slot.hash >> 32) as usize & (self.shards.len() - 1)
+    }
+}
+
+impl Backend for Inner {
+    /// The id of namespace `head`, the same for every limiter writing to
+    /// it, as the key's head is on Redis.
+    fn namespace(&self, head: &str) -> Namespace {
+        let mut ids = self.namespaces.lock().unwrap_or_else(|p| p.into_inner());
+        let next = ids.len() as u64 + 1;
+        let id = *ids.entry(head.into()).or_insert(next);
+        Namespace {
+            id,
+            head: head.into(),
+        }
+    }
+
+    /// Every key decided first, and written only if all admit, as
+    /// `lua/main.lua` does; one key in one pass.
+    fn decide(&self, batch: &Batch<'_>) -> Answer {
+        let now = batch
+            .now
+            .unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::MonotonicClock));
+        let (refund, write) = batch.mode.twin();
+        let step = |i: usize, write: bool| Step {
+            spec: &batch.targets[i].spec,
+            now,
+            cost: batch.cost,
+            twin: (refund, write),
+            lease: batch.lease,
+        };
+        let max = self.max_per_shard;
+        if let [target] = batch.targets {
+            let slot = self.slot(target.ns.id, batch.key);
+            let mut shard = lock(&self.shards[self.shard(&slot)]);
+            let reply = shard.run(&self.hasher, &slot, &step(0, write), max);
+            return Answer::Now(smallvec![reply]);
+        }
+        let slots: SmallVec<[Slot<'_>; 4]> = batch
+            .targets
+            .iter()
+            .map(|t| self.slot(t.ns.id, batch.key))
+            .collect();
+        // Lock every shard involved once, in index order so that two calls
+        // never wait on each other; `held[i]` is the guard of `slots[i]`.
+        let mut order: SmallVec<[(usize, usize); 4]> = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (self.shard(s), i))
+            .collect();
+        order.sort_unstable();
+        let mut guards: SmallVec<[MutexGuard<'_, Shard>; 4]> = SmallVec::new();
+        let mut held: SmallVec<[usize; 4]> = smallvec![0; slots.len()];
+        let mut last = None;
+        for (shard, i) in order {
+            if last != Some(shard) {
+                guards.push(lock(&self.shards[shard]));
+                last = Some(shard);
+            }
+            held[i] = guards.len() - 1;
+        }
+        let mut pass = |write: bool| -> Replies {
+            slots
+                .iter()
+                .enumerate()
+                .map(|(i, slot)| guards[held[i]].run(&self.hasher, slot, &step(i, write), max))
+                .collect()
+        };
+        let decided = pass(false);
+        if !write || !decided.iter().all(|r| r.allowed) {
+            return Answer::Now(decided);
+        }
+        Answer::Now(pass(true))
+    }
+}
+
+impl From<MemoryStore> for Store {
+    fn from(s: MemoryStore) -> Self {
+        Store::new(s.inner)
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("shards", &self.shards.len())
+            .field("max_per_shard", &self.max_per_shard)
+            .finish()
+    }
+}
+
+/// A poisoned shard only means another thread panicked mid-decision; the
+/// state is still a valid map, so keep serving.
+fn lock(m: &Padded) -> MutexGuard<'_, Shard> {
+    m.0.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,200 @@
+//! One shard of the memory store: a hash table of keys and their state,
+//! bounded by sweeping expired entries and evicting the soonest to expire.
+
+use crate::algorithm::{Reply, Spec, State};
+use hashbrown::HashTable;
+use std::borrow::Cow;
+use std::hash::BuildHasher;
+
+/// How many entries an eviction looks at to find the one closest to expiry.
+const EVICTION_SAMPLE: usize = 16;
+
+/// Sweeps never run on maps smaller than this: sweeping tiny maps buys nothing.
+pub(super) const MIN_SWEEP: usize = 256;
+
+pub(super) type Hasher = foldhash::fast::RandomState;
+
+/// A key in the store: its namespace's id and the user key, as is (or its
+/// hash when too long, with [`HASHED`] set in `ns`).
+#[derive(PartialEq, Eq)]
+struct Key {
+    ns: u64,
+    user: Box<str>,
+}
+
+/// Set in a key's namespace when its user part is a hash of a long key.
+pub(super) const HASHED: u64 = 1 << 63;
+
+/// Where a key lives: its hash and the key itself (the user key hashed when
+/// it is longer than the Redis store would keep).
+pub(super) struct Slot<'a> {
+    pub(super) hash: u64,
+    pub(super) ns: u64,
+    pub(super) user: Cow<'a, str>,
+}
+
+struct Entry {
+    state: Option<State>,
+    expires_at: u64,
+}
+
+pub(super) struct Shard {
+    table: HashTable<(Key, Entry)>,
+    /// Sweep expired entries when the map reaches this size.
+    sweep_at: usize,
+    /// New keys since the last sweep.
+    inserts: usize,
+    /// Entries visited by sweeps, ever.
+    pub(super) swept: u64,
+    /// Entries evicted to make room, ever.
+    pub(super) evicted: u64,
+    /// State of the generator that picks eviction samples (never 0).
+    rng: u64,
+}
+
+/// What one decision of one key needs besides the key.
+pub(super) struct Step<'a> {
+    pub(super) spec: &'a Spec,
+    pub(super) now: u64,
+    pub(super) cost: u64,
+    /// The twins' `(refund, write)`.
+    pub(super) twin: (bool, bool),
+    pub(super) lease: &'a str,
+}
+
+impl Shard {
+    pub(super) fn new(max: usize, rng: u64) -> Self {
+        Self {
+            table: HashTable::new(),
+            sweep_at: MIN_SWEEP.min(max),
+            inserts: 0,
+            swept: 0,
+            evicted: 0,
+            rng: rng | 1,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Drop every entry expired at `now`.
+    pub(super) fn sweep(&mut self, now: u64) {
+        self.table.retain(|(_, e)| e.expires_at > now);
+    }
+
+    fn get_mut(&mut self, slot: &Slot<'_>) -> Option<&mut Entry> {
+        self.table
+            .find_mut(slot.hash, |(k, _)| k.ns == slot.ns && *k.user == *slot.user)
+            .map(|(_, e)| e)
+    }
+
+    /// One key's twin, on this (locked) shard; the state is written only if
+    /// `step.twin` says so.
+    pub(super) fn run(
+        &mut self,
+        hasher: &Hasher,
+        slot: &Slot<'_>,
+        step: &Step<'_>,
+        max: usize,
+    ) -> Reply {
+        let Step {
+            spec,
+            now,
+            cost,
+            twin,
+            lease,
+        } = *step;
+        if let Some(entry) = self.get_mut(slot) {
+            if entry.expires_at <= now {
+                entry.state = None;
+            }
+            let (reply, ttl) = spec.decide(&mut entry.state, now, cost, twin, lease);
+            if let Some(ttl) = ttl {
+                entry.expires_at = now.saturating_add(ttl);
+            }
+            return reply;
+        }
+        let mut state = None;
+        let (reply, ttl) = spec.decide(&mut state, now, cost, twin, lease);
+        if let (Some(ttl), Some(_)) = (ttl, &state) {
+            let expires_at = now.saturating_add(ttl);
+            self.insert(hasher, slot, Entry { state, expires_at }, now, max);
+        }
+        reply
+    }
+
+    fn insert(&mut self, hasher: &Hasher, slot: &Slot<'_>, entry: Entry, now: u64, max: usize) {
+        self.make_room(now, max);
+        let key = Key {
+            ns: slot.ns,
+            user: (*slot.user).into(),
+        };
+        self.table.insert_unique(slot.hash, (key, entry), |(k, _)| {
+            hasher.hash_one((k.ns, &*k.user))
+        });
+    }
+
+    fn make_room(&mut self, now: u64, max: usize) {
+        self.inserts += 1;
+        // Amortized O(1) per new key: sweep when the map has doubled since
+        // the last sweep, or, once it is full, after max/2 new keys. A full
+        // shard is never scanned on every insert (a spray of new keys would
+        // make each of them cost a whole shard, under its lock).
+        let full = self.table.len() >= max;
+        if self.table.len() >= self.sweep_at || (full && self.inserts > max / 2) {
+            self.swept += self.table.len() as u64;
+            self.sweep(now);
+            self.sweep_at = (self.table.len() * 2).max(MIN_SWEEP.min(max));
+            self.inserts = 0;
+        }
+        while self.table.len() >= max {
+            if !self.evict_one() {
+                break;
+            }
+        }
+    }
+
+    /// Evict the entry closest to expiry among a few from a random place in
+    /// the table (Redis does the same with `volatile-ttl`): no key is more
+    /// likely to be sampled than another.
+    fn evict_one(&mut self) -> bool {
+        let buckets = self.table.num_buckets();
+        let start = self.random() as usize;
+        let mut victim: Option<(u64, usize)> = None;
+        let mut sampled = 0;
+        for i in 0..buckets {
+            let at = (start + i) % buckets;
+            if let Some((_, e)) = self.table.get_bucket(at) {
+                if victim.is_none_or(|(exp, _)| e.expires_at < exp) {
+                    victim = Some((e.expires_at, at));
+                }
+                sampled += 1;
+                if sampled == EVICTION_SAMPLE {
+                    break;
+                }
+            }
+        }
+        let Some((_, at)) = victim else {
+            return false;
+        };
+        match self.table.get_bucket_entry(at) {
+            Ok(found) => {
+                found.remove();
+                self.evicted += 1;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// xorshift64: where eviction samples start.
+    fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+}

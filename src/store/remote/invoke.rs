@@ -1,0 +1,182 @@
+//! Calling floodgate's code on Redis: one implementation for one server and
+//! for a cluster, over the [`Transport`] that carries a command to where its
+//! key lives.
+//!
+//! A call is an `FCALL` of the library. When the server answers that the
+//! function is not found (a fresh server, `FUNCTION FLUSH`, a new floodgate
+//! version; the call did not run), this call is sent as `EVAL` of the same
+//! code, which works anywhere, and the library is loaded where the key
+//! lives in the background, one load at a time: the next calls are
+//! `FCALL`s again. Where functions cannot be used at all (no `FCALL` before
+//! Redis 7, or an ACL that forbids them), every call is `EVALSHA` of the
+//! script form, and on `NOSCRIPT` (the script cache was emptied; the call
+//! did not run) `EVAL`, which runs it and caches it. No retry here repeats
+//! a call that may have run.
+
+use super::library::{first_key, reform, replies, Function};
+use crate::store::{Answer, Backend, Batch, Namespace, StoreError};
+use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest a background load of the library may take.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What carries commands to Redis: one server's connections, or a cluster's.
+pub(super) trait Transport: Send + Sync + fmt::Debug + 'static {
+    /// Send `cmd`, to the node that owns its first key where that matters.
+    fn send(&self, cmd: &Cmd) -> impl Future<Output = Result<Value, StoreError>> + Send;
+    /// Load the library on the node that owns `key` (any node without one).
+    fn load(&self, key: Option<&[u8]>) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// A store on Redis: a transport, and what it learned of the server's
+/// functions. Cheap to clone.
+pub(super) struct Remote<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Clone for Remote<T> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+struct Shared<T> {
+    transport: T,
+    /// Functions cannot be used here: every call is a script.
+    no_functions: AtomicBool,
+    /// A task is loading the library.
+    loading: AtomicBool,
+}
+
+impl<T: Transport> Remote<T> {
+    pub(super) fn new(transport: T) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                transport,
+                no_functions: AtomicBool::new(false),
+                loading: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub(super) fn transport(&self) -> &T {
+        &self.shared.transport
+    }
+
+    /// `cmd` (an `FCALL` of `function`), as the module documentation says.
+    async fn invoke(&self, function: &'static Function, cmd: Cmd) -> Result<Value, StoreError> {
+        let shared = &*self.shared;
+        if !shared.no_functions.load(Ordering::Relaxed) {
+            match shared.transport.send(&cmd).await {
+                Err(StoreError::Server(e)) if no_function_here(&e) => {
+                    shared.no_functions.store(true, Ordering::Relaxed);
+                }
+                Err(StoreError::Server(e)) if function_missing(&e) => {
+                    self.load_in_background(&cmd);
+                    let eval = reform(&cmd, "EVAL", &function.source);
+                    return shared.transport.send(&eval).await;
+                }
+                other => return other,
+            }
+        }
+        let evalsha = reform(&cmd, "EVALSHA", function.script.get_hash());
+        match shared.transport.send(&evalsha).await {
+            Err(StoreError::Server(e))
+                if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) =>
+            {
+                let eval = reform(&cmd, "EVAL", &function.source);
+                shared.transport.send(&eval).await
+            }
+            other => other,
+        }
+    }
+
+    /// Load the library where `cmd`'s key lives, in a task of its own, one
+    /// load at a time.
+    fn load_in_background(&self, cmd: &Cmd) {
+        let shared = &self.shared;
+        if shared.loading.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        /// Ends the load, also when its task is dropped.
+        struct Done<T>(Arc<Shared<T>>);
+        impl<T> Drop for Done<T> {
+            fn drop(&mut self) {
+                self.0.loading.store(false, Ordering::Release);
+            }
+        }
+        let done = Done(shared.clone());
+        let key = first_key(cmd);
+        let work = async move {
+            let shared = &done.0;
+            let load = shared.transport.load(key.as_deref());
+            match tokio::time::timeout(LOAD_TIMEOUT, load).await {
+                Ok(Err(StoreError::Server(e))) if no_function_here(&e) => {
+                    shared.no_functions.store(true, Ordering::Relaxed);
+                }
+                Ok(Err(StoreError::Server(e))) if already_loaded(&e) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "floodgate: loading the function library failed; calls go on as EVAL");
+                }
+                _ => {}
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn(work)),
+            Err(_) => drop(work),
+        }
+    }
+}
+
+impl<T: Transport> Backend for Remote<T> {
+    /// Keys are named by their head: nothing to look up.
+    fn namespace(&self, head: &str) -> Namespace {
+        Namespace {
+            id: 0,
+            head: head.into(),
+        }
+    }
+
+    fn decide(&self, batch: &Batch<'_>) -> Answer {
+        let (function, cmd) = super::library::command(batch);
+        let n = batch.targets.len();
+        let this = self.clone();
+        Answer::Later(Box::pin(async move {
+            let v = this.invoke(function, cmd).await?;
+            replies(&v, n).ok_or_else(|| StoreError::Protocol(format!("unexpected reply {v:?}")))
+        }))
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Remote<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.shared.transport.fmt(f)
+    }
+}
+
+/// The answer to loading a library that another call loaded first.
+fn already_loaded(e: &RedisError) -> bool {
+    e.detail().is_some_and(|d| d.contains("already exists"))
+}
+
+/// `FCALL` of a function the server does not have.
+fn function_missing(e: &RedisError) -> bool {
+    e.code() == Some("ERR")
+        && e.detail()
+            .is_some_and(|d| d.starts_with("Function not found"))
+}
+
+/// Functions cannot be used here: no `FCALL` (before Redis 7), or `FCALL`
+/// or `FUNCTION LOAD` not allowed to this user (ACL). Scripts may still be.
+fn no_function_here(e: &RedisError) -> bool {
+    let unknown =
+        e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"));
+    unknown || e.code() == Some("NOPERM")
+}

@@ -1,0 +1,317 @@
+//! floodgate's Redis code and how it is called: the function library and
+//! its script forms (built from `lua/` by `build.rs`), the command of a
+//! batch, and the reading of its reply.
+
+use crate::algorithm::{Reply, Spec};
+use crate::store::key::storage_key;
+use crate::store::{Batch, Replies};
+use redis::{Cmd, Script, Value};
+use std::sync::LazyLock;
+
+/// The code shared by the library and the scripts: every algorithm, the
+/// leases, and `floodgate(KEYS, ARGV)`, the loop that decides several keys
+/// all or nothing, joined by `build.rs` in the order of `lua/files.txt`.
+/// Only definitions: nothing runs until a function is called.
+const SHARED_SOURCE: &str = include_str!(concat!(env!("OUT_DIR"), "/shared.lua"));
+
+/// One entry point of the code: the library's function, and the same code
+/// as a script for servers without functions (Redis before 7.0, or a user
+/// not allowed them), where Redis runs the whole body, definitions
+/// included, on every call.
+pub(super) struct Function {
+    /// The name to `FCALL`.
+    pub(super) name: String,
+    /// The script form, with its SHA1 for `EVALSHA`.
+    pub(super) script: Script,
+    /// The script form's source, for `EVAL`.
+    pub(super) source: String,
+}
+
+fn function(entry: &str, name: String) -> Function {
+    let source = format!("{SHARED_SOURCE}return {entry}(KEYS, ARGV)\n");
+    Function {
+        name,
+        script: Script::new(&source),
+        source,
+    }
+}
+
+/// The library's name: `floodgate_` and the start of the decision
+/// script's SHA1. Functions outlive restarts and deploys (they are saved
+/// and replicated), so a new version of the code must not find an old one
+/// under the same name.
+static NAME: LazyLock<String> = LazyLock::new(|| {
+    let decide = format!("{SHARED_SOURCE}return floodgate(KEYS, ARGV)\n");
+    format!("floodgate_{}", &Script::new(&decide).get_hash()[..16])
+});
+
+/// Decisions: `floodgate(KEYS, ARGV)` (see `lua/prelude.lua` for ARGV).
+pub(super) static DECIDE: LazyLock<Function> =
+    LazyLock::new(|| function("floodgate", NAME.clone()));
+
+/// Leases: `lease(KEYS, ARGV)` (see `lua/concurrency.lua`).
+pub(super) static LEASE: LazyLock<Function> =
+    LazyLock::new(|| function("lease", format!("{}_lease", *NAME)));
+
+/// The `FUNCTION LOAD` payload: the shared code runs once when the library
+/// is loaded, a call runs only its function.
+pub(super) static LIBRARY: LazyLock<String> = LazyLock::new(|| {
+    let name = &*NAME;
+    format!(
+        "#!lua name={name}\n{SHARED_SOURCE}\
+         redis.register_function('{name}', floodgate)\n\
+         redis.register_function('{name}_lease', lease)\n"
+    )
+});
+
+/// `FUNCTION LOAD` of the library. Without `REPLACE`: when many calls found
+/// it missing at once, the loads after the first are refused before any
+/// compiling (the name says the version: same name, same code).
+pub(super) fn load_library() -> Cmd {
+    let mut cmd = redis::cmd("FUNCTION");
+    cmd.arg("LOAD").arg(&*LIBRARY);
+    cmd
+}
+
+/// The function that decides `batch`, and the `FCALL` of it, written
+/// straight into one buffer with numbers formatted in place.
+pub(super) fn command(batch: &Batch<'_>) -> (&'static Function, Cmd) {
+    if let [target] = batch.targets {
+        if let Spec::Concurrency { max, lease_ms } = target.spec {
+            let mut cmd = Cmd::with_capacity(9, 128 + batch.key.len());
+            cmd.arg("FCALL").arg(&LEASE.name).arg(1);
+            cmd.arg(storage_key(&target.ns.head, batch.key));
+            now_arg(&mut cmd, batch.now);
+            cmd.arg(batch.mode.as_str())
+                .arg(batch.lease)
+                .arg(max)
+                .arg(lease_ms);
+            return (&LEASE, cmd);
+        }
+    }
+    let n = batch.targets.len();
+    let heads: usize = batch.targets.iter().map(|t| t.ns.head.len()).sum();
+    let mut cmd = Cmd::with_capacity(
+        6 + 4 * n,
+        DECIDE.name.len() + heads + n * (batch.key.len() + 2) + 48 * (1 + n),
+    );
+    cmd.arg("FCALL").arg(&DECIDE.name).arg(n);
+    for target in batch.targets {
+        cmd.arg(storage_key(&target.ns.head, batch.key));
+    }
+    now_arg(&mut cmd, batch.now);
+    cmd.arg(batch.mode.as_str()).arg(batch.cost);
+    for target in batch.targets {
+        let spec = target.spec;
+        cmd.arg(spec.tag());
+        match spec {
+            Spec::FixedWindow { limit, window_ms }
+            | Spec::SlidingLog { limit, window_ms }
+            | Spec::SlidingWindow { limit, window_ms } => {
+                cmd.arg(limit).arg(window_ms);
+            }
+            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+                cmd.arg(capacity);
+                arg_f64(&mut cmd, rate);
+            }
+            Spec::Gcra {
+                burst, interval_ms, ..
+            } => {
+                cmd.arg(burst);
+                arg_f64(&mut cmd, interval_ms);
+            }
+            // Never with other targets (see `Batch::targets`); the code
+            // would answer that it knows no algorithm `cc`.
+            Spec::Concurrency { max, lease_ms } => {
+                cmd.arg(max).arg(lease_ms);
+            }
+        }
+    }
+    (&DECIDE, cmd)
+}
+
+/// `now`, or `''` for the server's clock.
+fn now_arg(cmd: &mut Cmd, now: Option<u64>) {
+    match now {
+        Some(now) => cmd.arg(now),
+        None => cmd.arg(""),
+    };
+}
+
+/// The same call under another `verb` and `script` (`EVALSHA <sha>`,
+/// `EVAL <source>`): the arguments after the first two are the same.
+pub(super) fn reform(cmd: &Cmd, verb: &str, script: &str) -> Cmd {
+    let mut out = redis::cmd(verb);
+    out.arg(script);
+    for arg in cmd.args_iter().skip(2) {
+        if let redis::Arg::Simple(bytes) = arg {
+            out.arg(bytes);
+        }
+    }
+    out
+}
+
+/// The first key of a call (what routes it in a cluster).
+pub(super) fn first_key(cmd: &Cmd) -> Option<Vec<u8>> {
+    match cmd.args_iter().nth(3)? {
+        redis::Arg::Simple(bytes) => Some(bytes.to_vec()),
+        _ => None,
+    }
+}
+
+/// `x` as its `Display` form, the shortest string that parses back to the
+/// same double, formatted on the stack.
+fn arg_f64(cmd: &mut Cmd, x: f64) {
+    use std::fmt::Write;
+    struct StackStr {
+        buf: [u8; 64],
+        len: usize,
+    }
+    impl std::fmt::Write for StackStr {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let end = self.len + s.len();
+            self.buf
+                .get_mut(self.len..end)
+                .ok_or(std::fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+    let mut buf = StackStr {
+        buf: [0; 64],
+        len: 0,
+    };
+    if write!(buf, "{x}").is_ok() {
+        cmd.arg(&buf.buf[..buf.len]);
+    } else {
+        cmd.arg(x.to_string());
+    }
+}
+
+/// The replies of a call deciding `n` keys: six integers each, read
+/// without collecting them first.
+pub(super) fn replies(v: &Value, n: usize) -> Option<Replies> {
+    let Value::Array(items) = v else {
+        return None;
+    };
+    if items.len() != 6 * n {
+        return None;
+    }
+    items
+        .chunks_exact(6)
+        .map(|r| match *r {
+            [Value::Int(allowed), Value::Int(limit), Value::Int(remaining), Value::Int(reset_ms), Value::Int(retry_ms), Value::Int(delay_ms)] => {
+                Some(Reply { allowed: allowed == 1, limit, remaining, reset_ms, retry_ms, delay_ms })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::sealed::Sealed;
+    use crate::algorithm::*;
+    use crate::store::{MemoryStore, Mode, Store, Target};
+    use std::time::Duration;
+
+    /// The two parameters of `spec` as plain strings: `f64`'s `Display` is
+    /// the shortest string that parses back to the same double.
+    fn params(spec: &Spec) -> [String; 2] {
+        match *spec {
+            Spec::FixedWindow { limit, window_ms }
+            | Spec::SlidingLog { limit, window_ms }
+            | Spec::SlidingWindow { limit, window_ms } => {
+                [limit.to_string(), window_ms.to_string()]
+            }
+            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+                [capacity.to_string(), rate.to_string()]
+            }
+            Spec::Gcra {
+                burst, interval_ms, ..
+            } => [burst.to_string(), interval_ms.to_string()],
+            Spec::Concurrency { max, lease_ms } => [max.to_string(), lease_ms.to_string()],
+        }
+    }
+
+    #[test]
+    fn the_command_sends_what_the_string_args_say() {
+        let store = Store::from(MemoryStore::new());
+        let targets: Vec<Target> = [
+            FixedWindow::new(10, Duration::from_secs(1)).parts(),
+            SlidingLog::new(1 << 24, Duration::from_millis(1)).parts(),
+            SlidingWindow::new(7, Duration::from_millis(1 << 40)).parts(),
+            TokenBucket::new(10, 0.1).parts(),
+            TokenBucket::new(3, 1e-9).parts(),
+            LeakyBucket::new(1 << 40, 1e15).parts(),
+            Gcra::new(3, Duration::from_millis(1000)).parts(),
+            Gcra::new(1 << 40, Duration::from_millis(1)).parts(),
+        ]
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, (_, spec))| Target {
+            ns: store.namespace("rl", &format!("x{i}"), spec.tag()),
+            spec,
+        })
+        .collect();
+        for (now, mode) in [
+            (None, Mode::Check),
+            (Some(1_791_860_000_123), Mode::Peek),
+            (Some(7), Mode::Refund),
+        ] {
+            for n in [1, targets.len()] {
+                let batch = Batch {
+                    targets: &targets[..n],
+                    key: "ana",
+                    now,
+                    mode,
+                    cost: 4,
+                    lease: "",
+                };
+                let (_, ours) = command(&batch);
+                let mut theirs = redis::cmd("FCALL");
+                theirs.arg(&DECIDE.name).arg(n);
+                for (i, t) in targets[..n].iter().enumerate() {
+                    theirs.arg(format!("rl:x{i}:{}:{{ana}}", t.spec.tag()));
+                }
+                theirs.arg(now.map(|n| n.to_string()).unwrap_or_default());
+                theirs.arg(mode.as_str()).arg("4");
+                for t in &targets[..n] {
+                    let [p1, p2] = params(&t.spec);
+                    theirs.arg(t.spec.tag()).arg(p1).arg(p2);
+                }
+                assert_eq!(ours.get_packed_command(), theirs.get_packed_command());
+                let sha = DECIDE.script.get_hash();
+                assert_eq!(
+                    reform(&ours, "EVALSHA", sha).get_packed_command(),
+                    reform(&theirs, "EVALSHA", sha).get_packed_command()
+                );
+                assert_eq!(first_key(&ours).as_deref(), Some(&b"rl:x0:fw:{ana}"[..]));
+            }
+        }
+    }
+
+    #[test]
+    fn replies_parse() {
+        let ints = |v: &[i64]| Value::Array(v.iter().map(|&n| Value::Int(n)).collect());
+        let r = replies(&ints(&[1, 10, 9, 100, -1, 0, 0, 5, 0, 30, 30, 0]), 2).unwrap();
+        assert!(r[0].allowed && !r[1].allowed);
+        assert_eq!((r[1].limit, r[1].retry_ms), (5, 30));
+        assert!(replies(&ints(&[1, 2, 3]), 1).is_none());
+        assert!(replies(&Value::Nil, 1).is_none());
+    }
+
+    #[test]
+    fn the_library_registers_both_functions_under_its_versioned_name() {
+        assert!(LIBRARY.starts_with(&format!("#!lua name={}\n", DECIDE.name)));
+        assert!(LIBRARY.contains(&format!("register_function('{}', lease)", LEASE.name)));
+        assert_eq!(
+            Script::new(&DECIDE.source).get_hash(),
+            DECIDE.script.get_hash()
+        );
+        assert!(DECIDE.name.starts_with("floodgate_") && DECIDE.name.len() == 26);
+    }
+}
