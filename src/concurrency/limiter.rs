@@ -1,4 +1,4 @@
-use crate::algorithm::{checked_window, window_errors, Spec};
+use crate::algorithm::{checked_window, window_errors, Quota, Spec};
 use crate::failure::{
     BoxFuture, CircuitState, FailurePolicy, Fallback, FallbackKind, FallbackLimiter,
 };
@@ -32,6 +32,7 @@ struct Inner {
     /// The one limit: `max` leases of `lease` each.
     plan: Plan,
     max: u64,
+    quota: Quota,
 }
 
 /// A slot held by one request. Dropping it releases the slot (through the
@@ -114,8 +115,8 @@ impl ConcurrencyLimiter {
     }
 
     /// The limit as it reads on the wire: `max` per lease.
-    pub(crate) fn quota(&self) -> crate::algorithm::Quota {
-        self.inner.plan.targets[0].spec.quota()
+    pub(crate) fn quota(&self) -> Quota {
+        self.inner.quota
     }
 
     fn start(&self, key: &str, mode: Mode, lease: &str) -> Pending<Decided> {
@@ -201,15 +202,11 @@ impl Drop for Lease {
         if self.released {
             return;
         }
-        let pending = self.limiter.release(&self.key, &self.id, &self.decision);
-        // Released at once on a store that never waits; else in the background.
-        if let Err(pending) = pending.now() {
-            crate::layer::spawn_settlement(async move {
-                if let Err(e) = pending.await {
-                    tracing::warn!(error = %e, "floodgate: could not release a concurrency slot; its lease will expire");
-                }
-            });
-        }
+        // Released at once on a store that never waits; else in the
+        // background. If it fails, the lease expires by itself.
+        self.limiter
+            .release(&self.key, &self.id, &self.decision)
+            .detach("release of a concurrency lease (it will expire)");
     }
 }
 
@@ -290,6 +287,7 @@ impl ConcurrencyLimiterBuilder {
                 core: Arc::new(core),
                 plan,
                 max: self.max,
+                quota: spec.quota(),
             }),
         })
     }

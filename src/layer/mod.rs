@@ -40,5 +40,4 @@ pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};
 pub use cost::Cost;
 pub use future::ResponseFuture;
 pub use rate_limit::{RateLimit, RateLimitLayer};
-pub(crate) use settle::spawn as spawn_settlement;
 pub use settle::RateLimited;

@@ -107,13 +107,3 @@ impl Counting {
         }
     }
 }
-
-/// Run `work` on the current tokio runtime without delaying the response.
-pub(crate) fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) => {
-            rt.spawn(work);
-        }
-        Err(_) => tracing::warn!("floodgate: no tokio runtime to settle a charge on; skipped"),
-    }
-}

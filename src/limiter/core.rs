@@ -147,7 +147,7 @@ impl Core {
             Answer::Now(replies) => {
                 let decided = Decided::of(crate::failure::decisions(replies));
                 if let Ok(d) = &decided {
-                    self.settled(ask.mode, ask.key, cost, asked.filter(|_| ask.own), d);
+                    self.settled(ask.mode, ask.key, cost, asked, d);
                 }
                 return Pending::ready(decided);
             }
@@ -156,7 +156,7 @@ impl Core {
         // What the failure policy needs, owned by the future.
         let specs: SmallVec<[Spec; 1]> = targets.iter().map(|t| t.spec).collect();
         let (key, lease) = (ask.key.to_owned(), ask.lease.to_owned());
-        let (mode, own, core) = (ask.mode, ask.own, self.clone());
+        let (mode, core) = (ask.mode, self.clone());
         let decision = async move {
             let started = crate::clock::ticks();
             let call = Call {
@@ -171,14 +171,15 @@ impl Core {
             core.metrics
                 .timed(crate::clock::ticks().saturating_duration_since(started));
             let decided = Decided::of(each?)?;
-            core.settled(mode, &key, cost, asked.filter(|_| own), &decided);
+            core.settled(mode, &key, cost, asked, &decided);
             Ok(decided)
         };
         Pending::later(boxed(decision, span))
     }
 
     /// What follows a decision: metrics, and the deny cache (`asked` is
-    /// when it was asked, for a call the cache may keep).
+    /// when it was asked, for a call of the limiter's own limits when it
+    /// has a cache).
     fn settled(&self, mode: Mode, key: &str, cost: u64, asked: Option<u64>, d: &Decided) {
         if mode != Mode::Check {
             return;

@@ -36,6 +36,35 @@ impl<T> Pending<T> {
         }
     }
 
+    /// Let the decision finish on its own: at once if it is ready, else on
+    /// the current Tokio runtime, without anyone waiting for it (a
+    /// settlement after a response, a release on drop). Its error, if any,
+    /// is logged with `what`.
+    pub(crate) fn detach(self, what: &'static str)
+    where
+        T: Send + 'static,
+    {
+        let future = match self.now() {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "floodgate: {what} failed");
+                return;
+            }
+            Err(pending) => pending,
+        };
+        let State::Later(future) = future.state else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn(async move {
+                if let Err(e) = future.await {
+                    tracing::warn!(error = %e, "floodgate: {what} failed");
+                }
+            })),
+            Err(_) => tracing::warn!("floodgate: no Tokio runtime to finish a {what} on; skipped"),
+        }
+    }
+
     /// The result if it is ready, else the pending decision back.
     pub(crate) fn now(self) -> Result<Result<T, Error>, Self> {
         match self.state {

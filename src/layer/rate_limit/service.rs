@@ -5,7 +5,7 @@ use crate::layer::answer::RejectionKind;
 use crate::layer::body::ResponseBody;
 use crate::layer::future::ResponseFuture;
 use crate::layer::gate::Gate;
-use crate::layer::settle::{spawn, Act, Counting, Rule, Settle};
+use crate::layer::settle::{Act, Counting, Rule, Settle};
 use crate::limiter::Plan;
 use crate::store::Mode;
 use bytes::Bytes;
@@ -125,11 +125,9 @@ impl<K: KeyExtractor, A: Algorithm> Rule for Config<K, A> {
             Act::Refund => Mode::Refund,
         };
         // At once on a store that never waits; else in the background.
-        if let Err(pending) = self.limiter.start(plan, key, cost, mode).now() {
-            spawn(async move {
-                let _ = pending.await;
-            });
-        }
+        self.limiter
+            .start(plan, key, cost, mode)
+            .detach("settlement of a charge");
     }
 }
 
