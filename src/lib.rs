@@ -38,6 +38,7 @@ pub mod key;
 pub mod layer;
 mod limiter;
 pub mod metrics;
+mod pending;
 pub mod response;
 pub mod store;
 

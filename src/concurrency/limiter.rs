@@ -1,7 +1,5 @@
 use crate::algorithm::{checked_window, window_errors, Quota, Spec};
-use crate::failure::{
-    BoxFuture, CircuitState, FailurePolicy, Fallback, FallbackKind, FallbackLimiter,
-};
+use crate::failure::{CircuitState, FailurePolicy, Fallback, FallbackKind, FallbackLimiter};
 use crate::limiter::{settings_methods, Ask, Core, Decided, Pending, Plan, Settings};
 use crate::store::{Mode, Store};
 use crate::{ConfigError, Decision, Error, Reason};
@@ -163,14 +161,10 @@ impl ConcurrencyLimiter {
     fn release(&self, key: &str, id: &str, decision: &Decision) -> Pending<Decided> {
         if decision.degraded {
             if let FailurePolicy::Fallback(f) = self.failure_policy() {
-                let (f, key, id) = (f.clone(), key.to_owned(), id.to_owned());
-                return Pending::later(Box::pin(async move {
-                    let d = f.decide(&key, 1, Mode::Refund, &id).await?;
-                    Ok(Decided {
-                        combined: d,
-                        each: smallvec::smallvec![d],
-                    })
-                }));
+                return f.decide(key, 1, Mode::Refund, id).map(|d| Decided {
+                    combined: d,
+                    each: smallvec::smallvec![d],
+                });
             }
         }
         self.start(key, Mode::Refund, id)
@@ -233,15 +227,8 @@ impl FallbackLimiter for ConcurrencyLimiter {
         FallbackKind::Concurrency
     }
 
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        _cost: u64,
-        mode: Mode,
-        lease: &'a str,
-    ) -> BoxFuture<'a, Result<Decision, Error>> {
-        let pending = self.start(key, mode, lease);
-        Box::pin(async move { Ok(pending.await?.combined) })
+    fn decide(&self, key: &str, _cost: u64, mode: Mode, lease: &str) -> Pending<Decision> {
+        self.start(key, mode, lease).map(|d| d.combined)
     }
 }
 

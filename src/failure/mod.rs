@@ -122,8 +122,8 @@ mod policy;
 
 pub use breaker::{CircuitBreaker, CircuitState, DEFAULT_COOL_DOWN, DEFAULT_FAILURES};
 pub(crate) use guard::{decisions, Call, FailureHook, Guard};
-pub(crate) use policy::{BoxFuture, FallbackKind, FallbackLimiter};
 pub use policy::{FailurePolicy, Fallback};
+pub(crate) use policy::{FallbackKind, FallbackLimiter};
 
 use crate::store::StoreError;
 use crate::Decision;

@@ -1,10 +1,9 @@
 //! What a limiter answers when its store cannot.
 
+use crate::pending::Pending;
 use crate::store::Mode;
-use crate::{Decision, Error};
+use crate::Decision;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 /// What a limiter decides when its store fails (an error, a timeout, or an
@@ -88,8 +87,6 @@ impl FailurePolicy {
     }
 }
 
-pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
 /// The limiter of a [`FailurePolicy::Fallback`], of any algorithm: made from
 /// a [`Limiter`](crate::Limiter) or a
 /// [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter) with
@@ -116,13 +113,8 @@ pub(crate) trait FallbackLimiter: Send + Sync + fmt::Debug {
     fn kind(&self) -> FallbackKind;
     /// Its decision for the call the store could not make: a check, a peek
     /// or a refund as `mode` says; `lease` the lease of a concurrency call.
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: u64,
-        mode: Mode,
-        lease: &'a str,
-    ) -> BoxFuture<'a, Result<Decision, Error>>;
+    /// Ready at once for a limiter over a memory store.
+    fn decide(&self, key: &str, cost: u64, mode: Mode, lease: &str) -> Pending<Decision>;
 }
 
 impl Fallback {
@@ -135,16 +127,17 @@ impl Fallback {
     }
 
     /// The fallback's decision, marked `degraded`.
-    pub(crate) async fn decide(
+    pub(crate) fn decide(
         &self,
         key: &str,
         cost: u64,
         mode: Mode,
         lease: &str,
-    ) -> Result<Decision, Error> {
-        let mut d = self.limiter.decide(key, cost, mode, lease).await?;
-        d.degraded = true;
-        Ok(d)
+    ) -> Pending<Decision> {
+        self.limiter.decide(key, cost, mode, lease).map(|mut d| {
+            d.degraded = true;
+            d
+        })
     }
 }
 

@@ -10,12 +10,12 @@
 //! fail). Any other store answers with a future, which the guard bounds.
 
 use super::deny_cache::DenyCache;
-use super::pending::Pending;
 use crate::algorithm::Spec;
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::failure::{Call, Guard};
 use crate::metrics::Metrics;
+use crate::pending::Pending;
 use crate::store::{Answer, Batch, Mode, Store, StoreError, Target};
 use smallvec::SmallVec;
 use std::future::Future;
@@ -221,7 +221,7 @@ impl Core {
 fn boxed<T>(
     decision: impl Future<Output = Result<T, crate::Error>> + Send + 'static,
     span: tracing::Span,
-) -> super::pending::LaterFuture<T> {
+) -> crate::pending::LaterFuture<T> {
     if span.is_disabled() {
         Box::pin(decision)
     } else {

@@ -4,16 +4,15 @@
 mod builder;
 mod core;
 mod deny_cache;
-mod pending;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::{settings_methods, Settings};
 pub(crate) use self::core::{Ask, Core, Decided, Plan};
-pub(crate) use self::pending::Pending;
+pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
 use crate::failure::FallbackLimiter;
-use crate::failure::{BoxFuture, CircuitState, FailurePolicy, Fallback, FallbackKind};
+use crate::failure::{CircuitState, FailurePolicy, Fallback, FallbackKind};
 use crate::store::{Mode, Store};
 use crate::{Decision, Decisions, Error, LimitDecision};
 use std::fmt;
@@ -251,15 +250,8 @@ impl<B: Algorithm> FallbackLimiter for Limiter<B> {
         FallbackKind::Rate
     }
 
-    fn decide<'a>(
-        &'a self,
-        key: &'a str,
-        cost: u64,
-        mode: Mode,
-        _lease: &'a str,
-    ) -> BoxFuture<'a, Result<Decision, Error>> {
-        let pending = self.start(None, key, cost, mode);
-        Box::pin(async move { Ok(pending.await?.combined) })
+    fn decide(&self, key: &str, cost: u64, mode: Mode, _lease: &str) -> Pending<Decision> {
+        self.start(None, key, cost, mode).map(|d| d.combined)
     }
 }
 

@@ -166,6 +166,26 @@ impl RedisServer {
         }
     }
 
+    /// Freeze the process (SIGSTOP): connections stay open, nothing is
+    /// answered, as a server stuck in a long command or a swapping host.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Let a paused process go on (SIGCONT): it answers what queued up.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("a running redis-server").id();
+        let status = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .expect("kill(1)");
+        assert!(status.success(), "kill {sig} {pid}");
+    }
+
     /// Start the process again on the same port, empty.
     pub fn restart(&mut self) {
         self.kill();

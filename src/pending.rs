@@ -65,6 +65,21 @@ impl<T> Pending<T> {
         }
     }
 
+    /// The result, changed by `f`: at once if it is ready.
+    pub(crate) fn map<U: 'static>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Pending<U>
+    where
+        T: 'static,
+    {
+        match self.state {
+            State::Ready(Some(result)) => Pending::ready(result.map(f)),
+            // Already taken: stays so.
+            State::Ready(None) => Pending {
+                state: State::Ready(None),
+            },
+            State::Later(future) => Pending::later(Box::pin(async move { future.await.map(f) })),
+        }
+    }
+
     /// The result if it is ready, else the pending decision back.
     pub(crate) fn now(self) -> Result<Result<T, Error>, Self> {
         match self.state {
