@@ -282,7 +282,9 @@ impl ClusterTransport {
 }
 
 impl Transport for ClusterTransport {
-    async fn send(&self, cmd: &Cmd) -> Result<Value, StoreError> {
+    /// Calls of one key run in the order they were sent: redis-rs keeps one
+    /// connection per node.
+    async fn send(&self, cmd: &Cmd, _ordered: bool) -> Result<Value, StoreError> {
         let mut conn = self.connection().await?;
         Ok(query(&mut conn, cmd).await?)
     }

@@ -96,16 +96,16 @@ impl Connections {
 }
 
 impl Transport for Connections {
-    /// `cmd` on a shared connection. A connection found broken (reset,
-    /// closed, killed) is replaced, and the call repeated once on its
-    /// replacement: if Redis had run it before the connection broke, the
-    /// request is charged twice (strict, never loose).
-    async fn send(&self, cmd: &Cmd) -> Result<Value, StoreError> {
+    /// `cmd` on a shared connection (`ordered`: always the first one). A
+    /// connection found broken (reset, closed, killed) is replaced, and the
+    /// call repeated once on its replacement: if Redis had run it before the
+    /// connection broke, the request is charged twice (strict, never loose).
+    async fn send(&self, cmd: &Cmd, ordered: bool) -> Result<Value, StoreError> {
         let shared = &self.shared;
-        let mut i = shared.pick();
+        let mut i = if ordered { 0 } else { shared.pick() };
         let mut retried = false;
         loop {
-            let (mut conn, slot, generation) = Shared::connection(shared, i, retried)
+            let (mut conn, slot, generation) = Shared::connection(shared, i, retried || ordered)
                 .await
                 .map_err(StoreError::Unavailable)?;
             let watch = Watch {
@@ -137,7 +137,7 @@ impl Transport for Connections {
     }
 
     async fn load(&self, _key: Option<&[u8]>) -> Result<(), StoreError> {
-        self.send(&load_library()).await.map(drop)
+        self.send(&load_library(), false).await.map(drop)
     }
 }
 

@@ -13,7 +13,7 @@
 //! did not run) `EVAL`, which runs it and caches it. No retry here repeats
 //! a call that may have run.
 
-use super::library::{first_key, reform, replies, Function};
+use super::library::{first_key, reform, replies, Call, Function};
 use crate::store::{Answer, Backend, Batch, Namespace, StoreError};
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
 use std::fmt;
@@ -25,10 +25,19 @@ use std::time::Duration;
 /// The longest a background load of the library may take.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The longest the release undoing an abandoned acquire is waited for (it
+/// stays queued on its connection after that).
+const UNDO_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// What carries commands to Redis: one server's connections, or a cluster's.
 pub(super) trait Transport: Send + Sync + fmt::Debug + 'static {
-    /// Send `cmd`, to the node that owns its first key where that matters.
-    fn send(&self, cmd: &Cmd) -> impl Future<Output = Result<Value, StoreError>> + Send;
+    /// Send `cmd`, to the node that owns its first key where that matters;
+    /// `ordered` calls run in the order they were sent (on one connection).
+    fn send(
+        &self,
+        cmd: &Cmd,
+        ordered: bool,
+    ) -> impl Future<Output = Result<Value, StoreError>> + Send;
     /// Load the library on the node that owns `key` (any node without one).
     fn load(&self, key: Option<&[u8]>) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
@@ -73,26 +82,27 @@ impl<T: Transport> Remote<T> {
     /// `cmd` (an `FCALL` of `function`), as the module documentation says.
     async fn invoke(&self, function: &'static Function, cmd: Cmd) -> Result<Value, StoreError> {
         let shared = &*self.shared;
+        let ordered = function.ordered;
         if !shared.no_functions.load(Ordering::Relaxed) {
-            match shared.transport.send(&cmd).await {
+            match shared.transport.send(&cmd, ordered).await {
                 Err(StoreError::Server(e)) if no_function_here(&e) => {
                     shared.no_functions.store(true, Ordering::Relaxed);
                 }
                 Err(StoreError::Server(e)) if function_missing(&e) => {
                     self.load_in_background(&cmd);
                     let eval = reform(&cmd, "EVAL", &function.source);
-                    return shared.transport.send(&eval).await;
+                    return shared.transport.send(&eval, ordered).await;
                 }
                 other => return other,
             }
         }
         let evalsha = reform(&cmd, "EVALSHA", function.script.get_hash());
-        match shared.transport.send(&evalsha).await {
+        match shared.transport.send(&evalsha, ordered).await {
             Err(StoreError::Server(e))
                 if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) =>
             {
                 let eval = reform(&cmd, "EVAL", &function.source);
-                shared.transport.send(&eval).await
+                shared.transport.send(&eval, ordered).await
             }
             other => other,
         }
@@ -145,13 +155,53 @@ impl<T: Transport> Backend for Remote<T> {
     }
 
     fn decide(&self, batch: &Batch<'_>) -> Answer {
-        let (function, cmd) = super::library::command(batch);
+        let Call {
+            function,
+            cmd,
+            undo,
+        } = super::library::command(batch);
         let n = batch.targets.len();
         let this = self.clone();
         Answer::Later(Box::pin(async move {
-            let v = this.invoke(function, cmd).await?;
+            let mut undo = Undo {
+                remote: &this,
+                function,
+                cmd: undo,
+            };
+            let v = this.invoke(function, cmd).await;
+            // Only a broken connection leaves it unknown whether the call ran.
+            if !matches!(v, Err(StoreError::Connection(_))) {
+                undo.cmd = None;
+            }
+            let v = v?;
             replies(&v, n).ok_or_else(|| StoreError::Protocol(format!("unexpected reply {v:?}")))
         }))
+    }
+}
+
+/// A lease's acquire given up on (its future dropped: the limiter's timeout
+/// passed) or cut off: it may still run when Redis catches up, and would
+/// hold its slot until the lease expires. Its release is sent after it, on
+/// the same connection, so that it runs after it: in the background, for at
+/// most `UNDO_TIMEOUT`.
+struct Undo<'a, T: Transport> {
+    remote: &'a Remote<T>,
+    function: &'static Function,
+    cmd: Option<Cmd>,
+}
+
+impl<T: Transport> Drop for Undo<'_, T> {
+    fn drop(&mut self) {
+        let Some(cmd) = self.cmd.take() else {
+            return;
+        };
+        let (remote, function) = (self.remote.clone(), self.function);
+        let undo = async move {
+            let _ = tokio::time::timeout(UNDO_TIMEOUT, remote.invoke(function, cmd)).await;
+        };
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            drop(rt.spawn(undo));
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::algorithm::{Reply, Spec};
 use crate::store::key::storage_key;
-use crate::store::{Batch, Replies};
+use crate::store::{Batch, Mode, Replies};
 use redis::{Cmd, Script, Value};
 use std::sync::LazyLock;
 
@@ -21,16 +21,20 @@ const SHARED_SOURCE: &str = include_str!(concat!(env!("OUT_DIR"), "/shared.lua")
 pub(super) struct Function {
     /// The name to `FCALL`.
     pub(super) name: String,
+    /// Its calls must run in the order they were sent: a lease's release
+    /// after its acquire.
+    pub(super) ordered: bool,
     /// The script form, with its SHA1 for `EVALSHA`.
     pub(super) script: Script,
     /// The script form's source, for `EVAL`.
     pub(super) source: String,
 }
 
-fn function(entry: &str, name: String) -> Function {
+fn function(entry: &str, name: String, ordered: bool) -> Function {
     let source = format!("{SHARED_SOURCE}return {entry}(KEYS, ARGV)\n");
     Function {
         name,
+        ordered,
         script: Script::new(&source),
         source,
     }
@@ -47,11 +51,11 @@ static NAME: LazyLock<String> = LazyLock::new(|| {
 
 /// Decisions: `floodgate(KEYS, ARGV)` (see `lua/prelude.lua` for ARGV).
 pub(super) static DECIDE: LazyLock<Function> =
-    LazyLock::new(|| function("floodgate", NAME.clone()));
+    LazyLock::new(|| function("floodgate", NAME.clone(), false));
 
 /// Leases: `lease(KEYS, ARGV)` (see `lua/concurrency.lua`).
 pub(super) static LEASE: LazyLock<Function> =
-    LazyLock::new(|| function("lease", format!("{}_lease", *NAME)));
+    LazyLock::new(|| function("lease", format!("{}_lease", *NAME), true));
 
 /// The `FUNCTION LOAD` payload: the shared code runs once when the library
 /// is loaded, a call runs only its function.
@@ -73,20 +77,37 @@ pub(super) fn load_library() -> Cmd {
     cmd
 }
 
-/// The function that decides `batch`, and the `FCALL` of it, written
-/// straight into one buffer with numbers formatted in place.
-pub(super) fn command(batch: &Batch<'_>) -> (&'static Function, Cmd) {
+/// One call of floodgate's code.
+pub(super) struct Call {
+    pub(super) function: &'static Function,
+    /// The `FCALL`.
+    pub(super) cmd: Cmd,
+    /// For a lease's acquire, the release that undoes it: sent when the
+    /// caller gave up on the acquire, which may still run.
+    pub(super) undo: Option<Cmd>,
+}
+
+/// The call that decides `batch`: its `FCALL`, written straight into one
+/// buffer with numbers formatted in place.
+pub(super) fn command(batch: &Batch<'_>) -> Call {
     if let [target] = batch.targets {
         if let Spec::Concurrency { max, lease_ms } = target.spec {
-            let mut cmd = Cmd::with_capacity(9, 128 + batch.key.len());
-            cmd.arg("FCALL").arg(&LEASE.name).arg(1);
-            cmd.arg(storage_key(&target.ns.head, batch.key));
-            now_arg(&mut cmd, batch.now);
-            cmd.arg(batch.mode.as_str())
-                .arg(batch.lease)
-                .arg(max)
-                .arg(lease_ms);
-            return (&LEASE, cmd);
+            let key = storage_key(&target.ns.head, batch.key);
+            let lease = |mode: Mode| {
+                let mut cmd = Cmd::with_capacity(9, 128 + key.len());
+                cmd.arg("FCALL").arg(&LEASE.name).arg(1).arg(&key);
+                now_arg(&mut cmd, batch.now);
+                cmd.arg(mode.as_str())
+                    .arg(batch.lease)
+                    .arg(max)
+                    .arg(lease_ms);
+                cmd
+            };
+            return Call {
+                function: &LEASE,
+                cmd: lease(batch.mode),
+                undo: (batch.mode == Mode::Check).then(|| lease(Mode::Refund)),
+            };
         }
     }
     let n = batch.targets.len();
@@ -127,7 +148,11 @@ pub(super) fn command(batch: &Batch<'_>) -> (&'static Function, Cmd) {
             }
         }
     }
-    (&DECIDE, cmd)
+    Call {
+        function: &DECIDE,
+        cmd,
+        undo: None,
+    }
 }
 
 /// `now`, or `''` for the server's clock.
@@ -214,7 +239,7 @@ mod tests {
     use super::*;
     use crate::algorithm::sealed::Sealed;
     use crate::algorithm::*;
-    use crate::store::{MemoryStore, Mode, Store, Target};
+    use crate::store::{MemoryStore, Store, Target};
     use std::time::Duration;
 
     /// The two parameters of `spec` as plain strings: `f64`'s `Display` is
@@ -271,7 +296,7 @@ mod tests {
                     cost: 4,
                     lease: "",
                 };
-                let (_, ours) = command(&batch);
+                let ours = command(&batch).cmd;
                 let mut theirs = redis::cmd("FCALL");
                 theirs.arg(&DECIDE.name).arg(n);
                 for (i, t) in targets[..n].iter().enumerate() {
