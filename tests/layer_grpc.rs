@@ -1,5 +1,6 @@
-//! The layer under tonic: real TCP, the real generated `GreeterClient`, on
-//! the in-memory store and on a real Redis. Denials must reach the client as
+//! The layers under tonic: real TCP, the real generated `GreeterClient`, on
+//! the in-memory store and on a real Redis. Both layers answer through one
+//! rejection path, and one test checks them side by side. Denials must reach the client as
 //! gRPC statuses with decodable `google.rpc` details, both under tonic's own
 //! server and with the tonic routes mounted in an axum `Router`; rate-limit
 //! fields are read back with the independent parser in `common::sf`.
@@ -466,6 +467,117 @@ async fn leaky_bucket_delays_admitted_calls_under_tonic() {
             "{label}: {elapsed:?}"
         );
         assert!(elapsed[2] < Duration::from_secs(3), "{label}: {elapsed:?}");
+    })
+    .await;
+}
+
+/// Answers at once, except `hold`, which waits for a permit of its gate.
+struct Gated(std::sync::Arc<tokio::sync::Semaphore>);
+
+#[tonic::async_trait]
+impl Greeter for Gated {
+    async fn say_hello(
+        &self,
+        request: Request<HelloRequest>,
+    ) -> Result<Response<HelloReply>, Status> {
+        let name = request.into_inner().name;
+        if name == "hold" {
+            self.0.acquire().await.unwrap().forget();
+        }
+        Ok(Response::new(HelloReply {
+            message: format!("Hello, {name}!"),
+        }))
+    }
+}
+
+/// A `SayHello` for `name`.
+async fn hello_to(client: &mut GreeterClient<Channel>, name: &str) -> Result<String, Status> {
+    let request = Request::new(HelloRequest { name: name.into() });
+    Ok(client.say_hello(request).await?.into_inner().message)
+}
+
+/// Both layers answer a gRPC client the same way, through their one
+/// rejection path, with the tonic routes inside an axum `Router`: a limit
+/// reached is `RESOURCE_EXHAUSTED` naming the limit in `QuotaFailure`, with
+/// `RetryInfo`; a store that is down under a fail-closed limiter is
+/// `UNAVAILABLE` with `RetryInfo`, never an HTTP status.
+#[tokio::test]
+async fn both_layers_answer_resource_exhausted_and_unavailable() {
+    use floodgate::concurrency::ConcurrencyLimiter;
+    use floodgate::failure::FailurePolicy;
+    use floodgate::layer::ConcurrencyLimitLayer;
+    use std::sync::Arc;
+    use tokio::sync::Semaphore;
+
+    on_both_stores(|store, label| async move {
+        // A Redis that is not there, for the fail-closed limiters.
+        let gone = || RedisStore::from_url("redis://127.0.0.1:1").unwrap();
+        let routes = |gate: &Arc<Semaphore>| {
+            tonic::service::Routes::new(GreeterServer::new(Gated(gate.clone()))).into_axum_router()
+        };
+
+        // The rate limit: one call per second at a frozen clock.
+        let gate = Arc::new(Semaphore::new(0));
+        let clock = ManualClock::new(T0);
+        let limiter = Limiter::builder(store.clone(), Gcra::new(1, Duration::from_secs(1)))
+            .name("per-ip")
+            .clock(clock)
+            .build()
+            .unwrap();
+        let app = routes(&gate).layer(RateLimitLayer::new(limiter, PeerIp::new()));
+        let mut client = connect(serve_axum(app).await).await;
+        hello_to(&mut client, "ana").await.unwrap();
+        let what = format!("{label}: rate limit reached");
+        let status = hello_to(&mut client, "ana").await.unwrap_err();
+        assert_eq!(status.code(), Code::ResourceExhausted, "{what}: {status:?}");
+        assert_eq!(
+            retry_delay(&status, "per-ip", 1, &what),
+            Duration::from_secs(1)
+        );
+
+        // The concurrency limit: one call in flight, held at the gate.
+        let leases = ConcurrencyLimiter::builder(store, 1)
+            .name("in-flight")
+            .build()
+            .unwrap();
+        let app = routes(&gate).layer(ConcurrencyLimitLayer::new(leases.clone(), PeerIp::new()));
+        let client = connect(serve_axum(app).await).await;
+        let held = tokio::spawn({
+            let mut client = client.clone();
+            async move { hello_to(&mut client, "hold").await }
+        });
+        while leases.in_flight("127.0.0.1").await.unwrap() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let what = format!("{label}: concurrency limit reached");
+        let status = hello_to(&mut client.clone(), "ana").await.unwrap_err();
+        assert_eq!(status.code(), Code::ResourceExhausted, "{what}: {status:?}");
+        assert_eq!(
+            retry_delay(&status, "in-flight", 1, &what),
+            Duration::from_secs(1)
+        );
+        gate.add_permits(1);
+        assert_eq!(held.await.unwrap().unwrap(), "Hello, hold!", "{label}");
+
+        // Both, failing closed with their store down.
+        let limiter = Limiter::builder(gone(), Gcra::new(1, Duration::from_secs(1)))
+            .on_store_failure(FailurePolicy::FailClosed)
+            .build()
+            .unwrap();
+        let leases = ConcurrencyLimiter::builder(gone(), 1)
+            .on_store_failure(FailurePolicy::FailClosed)
+            .build()
+            .unwrap();
+        let rate = routes(&gate).layer(RateLimitLayer::new(limiter, PeerIp::new()));
+        let lease = routes(&gate).layer(ConcurrencyLimitLayer::new(leases, PeerIp::new()));
+        for (which, app) in [("rate", rate), ("concurrency", lease)] {
+            let what = format!("{label}: {which} limiter failing closed");
+            let mut client = connect(serve_axum(app).await).await;
+            let status = hello_to(&mut client, "ana").await.unwrap_err();
+            assert_eq!(status.code(), Code::Unavailable, "{what}: {status:?}");
+            let retry = status.get_details_retry_info().and_then(|r| r.retry_delay);
+            assert!(retry.is_some_and(|d| !d.is_zero()), "{what}: {status:?}");
+        }
     })
     .await;
 }
