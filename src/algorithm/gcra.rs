@@ -1,4 +1,4 @@
-use super::spec::{ceil, floor, reply, Reply, Spec, State, Write, SLACK_MS};
+use super::spec::{ceil, floor, reply, Reply, Spec, State, Step, Write, SLACK_MS};
 use super::validate::{count, count_errors, or_panic, tri, window, window_errors, Invalid};
 use crate::ConfigError;
 use std::time::Duration;
@@ -81,13 +81,13 @@ const EPS: f64 = 1e-6;
 /// the token bucket and the leaky bucket. `queue` reports the leaky
 /// bucket's delay.
 pub(super) fn virtual_schedule(
-    (burst, interval): (f64, f64),
+    p: (f64, f64),
     state: &mut Option<State>,
-    (now, cost): (f64, f64),
-    refund: bool,
-    write: bool,
+    at: Step,
     queue: bool,
 ) -> (Reply, Write) {
+    let (burst, interval) = p;
+    let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let tau = burst * interval;
     let (backlog, ts) = match *state {
         Some(State::Backlog { backlog, ts }) => (backlog, ts),

@@ -20,26 +20,23 @@
 //! field for values known only at run time. [`Limits`] puts several of them
 //! on one key, checked all or nothing.
 
+mod buckets;
 mod concurrency;
 mod fixed_window;
 mod gcra;
-mod leaky_bucket;
 mod limits;
 mod quota;
 mod sliding_log;
 mod sliding_window;
 mod spec;
-mod token_bucket;
 pub(crate) mod validate;
+mod windows;
 
-pub use fixed_window::FixedWindow;
+pub use buckets::{LeakyBucket, TokenBucket};
 pub use gcra::Gcra;
-pub use leaky_bucket::LeakyBucket;
 pub use limits::{Limits, MAX_LIMITS};
 pub use quota::Quota;
-pub use sliding_log::SlidingLog;
-pub use sliding_window::SlidingWindow;
-pub use token_bucket::TokenBucket;
+pub use windows::{FixedWindow, SlidingLog, SlidingWindow};
 
 pub(crate) use spec::{Reply, Spec, State};
 pub(crate) use validate::{invalid, window as checked_window, window_errors, Invalid};

@@ -1,48 +1,10 @@
-use super::spec::{reply, Reply, State, Write, SLACK_MS};
-use super::validate::{config_type, invalid, Invalid};
+use super::spec::{reply, Reply, State, Step, Write, SLACK_MS};
 use std::collections::VecDeque;
 
-config_type! {
-    /// Sliding log: the time of every admitted request within the window.
-    ///
-    /// Exact: no span of `window` ever admits more than `limit`. The price is
-    /// memory: one entry per admitted request, so `limit` entries per busy key.
-    /// Use it for low limits that must be exact (login attempts). Rejected
-    /// requests are never recorded, so a client that keeps hammering is released
-    /// as soon as its old requests leave the window.
-    ///
-    /// ```
-    /// use floodgate::algorithm::SlidingLog;
-    /// use std::time::Duration;
-    /// const LOGINS: SlidingLog = SlidingLog::new(5, Duration::from_secs(60));
-    /// ```
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    SlidingLog { limit: u64 = count("limit"), window_ms: u64 = window("window") }
-    new(limit: u64, window: std::time::Duration)
-        "At most `limit` cost units in any span of `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^40, and `limit` × `window` in ms below 2^50, where the log's member numbering would lose precision and its memory be enormous)."
-    also small_enough;
-    spec(this) super::Spec::SlidingLog { limit: this.limit, window_ms: this.window_ms }
-}
-
-/// `limit` × `window` (ms) below 2^50.
-const fn small_enough(log: &SlidingLog) -> Result<(), Invalid> {
-    if (log.limit as u128) * (log.window_ms as u128) * 2 > 1 << 51 {
-        return Err(invalid!(
-            "limit",
-            "limit × window (ms) must stay below 2^50 for a sliding log"
-        ));
-    }
-    Ok(())
-}
-
 /// Twin of `ALG.sl` in `lua/sliding_log.lua`. The log is kept sorted by time.
-pub(super) fn decide(
-    (limit, window): (f64, f64),
-    state: &mut Option<State>,
-    (now, cost): (f64, f64),
-    refund: bool,
-    write: bool,
-) -> (Reply, Write) {
+pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: Step) -> (Reply, Write) {
+    let (limit, window) = p;
+    let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let cut = now - window;
     if !matches!(state, Some(State::Log(_))) {
         *state = None;

@@ -1,34 +1,9 @@
-use super::spec::{floor, reply, Reply, State, Write, SLACK_MS};
-use super::validate::config_type;
-
-config_type! {
-    /// Sliding window counter: the current and the previous fixed-window counts,
-    /// the previous one weighted by how much of it is still inside the sliding
-    /// window: `prev × (1 − (now mod w)/w) + cur`, counted in whole requests.
-    ///
-    /// Nearly exact with constant memory: what most gateways run. A request is
-    /// denied when adding its cost to the estimate would exceed the limit.
-    ///
-    /// ```
-    /// use floodgate::algorithm::SlidingWindow;
-    /// use std::time::Duration;
-    /// const API: SlidingWindow = SlidingWindow::new(100, Duration::from_secs(60));
-    /// ```
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    SlidingWindow { limit: u64 = count("limit"), window_ms: u64 = window("window") }
-    new(limit: u64, window: std::time::Duration)
-        "About `limit` cost units in any span of `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^40)."
-    spec(this) super::Spec::SlidingWindow { limit: this.limit, window_ms: this.window_ms }
-}
+use super::spec::{floor, reply, Reply, State, Step, Write, SLACK_MS};
 
 /// Twin of `ALG.sw` in `lua/sliding_window.lua`.
-pub(super) fn decide(
-    (limit, window): (f64, f64),
-    state: &mut Option<State>,
-    (now, cost): (f64, f64),
-    refund: bool,
-    write: bool,
-) -> (Reply, Write) {
+pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: Step) -> (Reply, Write) {
+    let (limit, window) = p;
+    let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let idx = floor(now / window);
     let (cur, prev) = match *state {
         Some(State::Counters { idx: i, cur, prev }) if i == idx => (cur, prev),

@@ -75,6 +75,16 @@ pub(crate) struct Reply {
     pub delay_ms: i64,
 }
 
+/// What one twin decides at: the time and the (clamped) cost, as Lua's
+/// numbers, whether it gives the cost back, and whether it may write.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Step {
+    pub(crate) now: f64,
+    pub(crate) cost: f64,
+    pub(crate) refund: bool,
+    pub(crate) write: bool,
+}
+
 /// What a twin did to the state: nothing, or wrote it with a TTL in ms.
 pub(crate) type Write = Option<u64>;
 
@@ -146,27 +156,29 @@ impl Spec {
         (refund, write): (bool, bool),
         lease: &str,
     ) -> (Reply, Write) {
-        let at = (now as f64, cost as f64);
+        let at = Step {
+            now: now as f64,
+            cost: cost as f64,
+            refund,
+            write,
+        };
         match *self {
             Spec::FixedWindow { limit, window_ms } => {
-                fixed_window::decide((limit as f64, window_ms as f64), state, at, refund, write)
+                fixed_window::decide((limit as f64, window_ms as f64), state, at)
             }
             Spec::SlidingLog { limit, window_ms } => {
-                sliding_log::decide((limit as f64, window_ms as f64), state, at, refund, write)
+                sliding_log::decide((limit as f64, window_ms as f64), state, at)
             }
             Spec::SlidingWindow { limit, window_ms } => {
-                sliding_window::decide((limit as f64, window_ms as f64), state, at, refund, write)
+                sliding_window::decide((limit as f64, window_ms as f64), state, at)
             }
             Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
                 let queue = matches!(self, Spec::LeakyBucket { .. });
-                let bucket = (capacity as f64, 1000.0 / rate);
-                gcra::virtual_schedule(bucket, state, at, refund, write, queue)
+                gcra::virtual_schedule((capacity as f64, 1000.0 / rate), state, at, queue)
             }
             Spec::Gcra {
                 burst, interval_ms, ..
-            } => {
-                gcra::virtual_schedule((burst as f64, interval_ms), state, at, refund, write, false)
-            }
+            } => gcra::virtual_schedule((burst as f64, interval_ms), state, at, false),
             Spec::Concurrency { max, lease_ms } => {
                 concurrency::decide((max, lease_ms), state, now, (refund, write), lease)
             }

@@ -217,6 +217,36 @@ macro_rules! config_type {
 }
 pub(crate) use config_type;
 
+/// The window algorithms' config types: `limit` cost units per `window`.
+macro_rules! window_types {
+    ($($(#[$meta:meta])* $name:ident: $new_doc:literal $(, also $extra:expr)?;)*) => {$(
+        $crate::algorithm::validate::config_type! {
+            $(#[$meta])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            $name { limit: u64 = count("limit"), window_ms: u64 = window("window") }
+            new(limit: u64, window: std::time::Duration) $new_doc
+            $(also $extra;)?
+            spec(t) $crate::algorithm::Spec::$name { limit: t.limit, window_ms: t.window_ms }
+        }
+    )*};
+}
+pub(crate) use window_types;
+
+/// The bucket algorithms' config types: `capacity` units, and a rate per
+/// second (its argument `$rate`, its field name `$field`).
+macro_rules! bucket_types {
+    ($($(#[$meta:meta])* $name:ident($rate:ident = $field:literal): $new_doc:literal;)*) => {$(
+        $crate::algorithm::validate::config_type! {
+            $(#[$meta])*
+            #[derive(Debug, Clone, Copy, PartialEq)]
+            $name { capacity: u64 = count("capacity"), rate: f64 = rate($field) }
+            new(capacity: u64, $rate: f64) $new_doc
+            spec(t) $crate::algorithm::Spec::$name { capacity: t.capacity, rate: t.rate }
+        }
+    )*};
+}
+pub(crate) use bucket_types;
+
 #[cfg(test)]
 mod tests {
     use super::*;

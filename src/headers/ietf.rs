@@ -174,10 +174,9 @@ mod tests {
 
     #[test]
     fn window_is_whole_non_zero_seconds() {
-        assert_eq!(window_secs(Duration::ZERO), 1);
-        assert_eq!(window_secs(Duration::from_millis(1)), 1);
-        assert_eq!(window_secs(Duration::from_millis(1_500)), 2);
-        assert_eq!(window_secs(Duration::from_secs(60)), 60);
+        for (ms, secs) in [(0, 1), (1, 1), (1_500, 2), (60_000, 60)] {
+            assert_eq!(window_secs(Duration::from_millis(ms)), secs, "{ms} ms");
+        }
     }
 
     #[test]

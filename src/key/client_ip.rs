@@ -211,19 +211,7 @@ impl ClientIp {
         self
     }
 
-    /// Groups IPv4 addresses by their first `len` bits (1 to 32, default 32:
-    /// one key per address). Fails on a length outside that range.
-    pub fn ipv4_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
-        self.grouping = self.grouping.with_v4(len)?;
-        Ok(self)
-    }
-
-    /// Groups IPv6 addresses by their first `len` bits (1 to 128, default
-    /// 64). Fails on a length outside that range.
-    pub fn ipv6_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
-        self.grouping = self.grouping.with_v6(len)?;
-        Ok(self)
-    }
+    super::ip::grouping_methods!();
 
     /// The client's address, before grouping (IPv4-mapped IPv6 unmapped).
     /// Useful for logging.

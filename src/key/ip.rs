@@ -27,29 +27,48 @@ impl Default for Grouping {
     }
 }
 
+/// `len` if it is a prefix length of a `family` address of `max` bits.
+fn prefix_len(field: &'static str, family: &str, len: u8, max: u8) -> Result<u8, ConfigError> {
+    if (1..=max).contains(&len) {
+        return Ok(len);
+    }
+    Err(ConfigError::new(
+        field,
+        format!(
+            "{len} is not an {family} prefix length: use 1 to {max} ({max} = one key per address)"
+        ),
+    ))
+}
+
+/// `ipv4_prefix` and `ipv6_prefix` of an extractor with a `grouping`.
+macro_rules! grouping_methods {
+    () => {
+        /// Groups IPv4 addresses by their first `len` bits (1 to 32, default 32:
+        /// one key per address). Fails on a length outside that range.
+        pub fn ipv4_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
+            self.grouping = self.grouping.with_v4(len)?;
+            Ok(self)
+        }
+
+        /// Groups IPv6 addresses by their first `len` bits (1 to 128, default
+        /// 64). Fails on a length outside that range.
+        pub fn ipv6_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
+            self.grouping = self.grouping.with_v6(len)?;
+            Ok(self)
+        }
+    };
+}
+pub(crate) use grouping_methods;
+
 impl Grouping {
     pub(crate) fn with_v4(self, len: u8) -> Result<Self, ConfigError> {
-        if !(1..=32).contains(&len) {
-            return Err(ConfigError::new(
-                "ipv4_prefix",
-                format!(
-                    "{len} is not an IPv4 prefix length: use 1 to 32 (32 = one key per address)"
-                ),
-            ));
-        }
-        Ok(Self { v4: len, ..self })
+        let v4 = prefix_len("ipv4_prefix", "IPv4", len, 32)?;
+        Ok(Self { v4, ..self })
     }
 
     pub(crate) fn with_v6(self, len: u8) -> Result<Self, ConfigError> {
-        if !(1..=128).contains(&len) {
-            return Err(ConfigError::new(
-                "ipv6_prefix",
-                format!(
-                    "{len} is not an IPv6 prefix length: use 1 to 128 (128 = one key per address)"
-                ),
-            ));
-        }
-        Ok(Self { v6: len, ..self })
+        let v6 = prefix_len("ipv6_prefix", "IPv6", len, 128)?;
+        Ok(Self { v6, ..self })
     }
 
     /// The key of `ip`: the address itself at full length, else the network

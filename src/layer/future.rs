@@ -10,7 +10,6 @@ use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
 use tower_service::Service;
 
 pin_project! {
@@ -82,18 +81,7 @@ where
         gate: Gate,
     ) -> Self {
         let state = match decision.now() {
-            Ok(result) => match gate.next(result, req.headers()) {
-                Next::Reject(response) => State::Done {
-                    response: Some(response),
-                },
-                Next::Call(admitted) => State::Calling {
-                    fut: inner.call(req),
-                    admitted: Some(admitted),
-                },
-                Next::Delay(delay, admitted) => {
-                    State::delaying(delay, take_ready(inner), req, admitted)
-                }
-            },
+            Ok(result) => State::after(gate.next(result, req.headers()), inner, req),
             Err(decision) => State::Deciding {
                 decision,
                 waiting: Some(Box::new((take_ready(inner), req, gate))),
@@ -113,19 +101,30 @@ fn take_ready<S: Clone>(inner: &mut S) -> S {
 
 impl<S, ReqBody> State<S, ReqBody>
 where
-    S: Service<Request<ReqBody>>,
+    S: Service<Request<ReqBody>> + Clone,
 {
-    fn delaying(delay: Duration, inner: S, req: Request<ReqBody>, admitted: Admitted) -> Self {
-        State::Delaying {
-            sleep: Box::pin(tokio::time::sleep(delay)),
-            waiting: Some(Box::new((inner, req, admitted))),
+    /// What follows the decision `next`: `inner` is called now, or after the
+    /// leaky bucket's delay, or not at all.
+    fn after(next: Next, inner: &mut S, req: Request<ReqBody>) -> Self {
+        match next {
+            Next::Reject(response) => State::Done {
+                response: Some(response),
+            },
+            Next::Call(admitted) => State::Calling {
+                fut: inner.call(req),
+                admitted: Some(admitted),
+            },
+            Next::Delay(delay, admitted) => State::Delaying {
+                sleep: Box::pin(tokio::time::sleep(delay)),
+                waiting: Some(Box::new((take_ready(inner), req, admitted))),
+            },
         }
     }
 }
 
 impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
 {
     type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
 
@@ -136,19 +135,8 @@ where
                 StateProj::Deciding { decision, waiting } => {
                     let result = ready!(Pin::new(decision).poll(cx));
                     let (mut inner, req, gate) = *waiting.take().expect(POLLED_AFTER_DONE);
-                    let next = match gate.next(result, req.headers()) {
-                        Next::Reject(response) => State::Done {
-                            response: Some(response),
-                        },
-                        Next::Call(admitted) => State::Calling {
-                            fut: inner.call(req),
-                            admitted: Some(admitted),
-                        },
-                        Next::Delay(delay, admitted) => {
-                            State::delaying(delay, inner, req, admitted)
-                        }
-                    };
-                    state.set(next);
+                    let next = gate.next(result, req.headers());
+                    state.set(State::after(next, &mut inner, req));
                 }
                 StateProj::Delaying { sleep, waiting } => {
                     ready!(sleep.as_mut().poll(cx));

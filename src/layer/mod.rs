@@ -32,6 +32,7 @@ mod cost;
 mod future;
 mod gate;
 mod rate_limit;
+mod service;
 mod settle;
 
 pub use answer::{Rejection, RejectionKind};
@@ -40,4 +41,5 @@ pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};
 pub use cost::Cost;
 pub use future::ResponseFuture;
 pub use rate_limit::{RateLimit, RateLimitLayer};
+pub use service::Limit;
 pub use settle::RateLimited;

@@ -41,10 +41,15 @@ impl fmt::Debug for Counting {
 
 /// What to do with an admitted request's charge once its status is known:
 /// called at most once per request. The layer's configuration knows what to
-/// do; the request brings its key, cost and, for a quota resolved for it,
-/// its plan.
+/// do (its [`Rule`]); the request brings its charge.
 pub(crate) struct Settle {
     pub(crate) rule: Arc<dyn Rule>,
+    pub(crate) charge: Charge,
+}
+
+/// What a request was charged: its key, its cost and, for limits resolved
+/// for it, their plan.
+pub(crate) struct Charge {
     pub(crate) key: String,
     pub(crate) cost: u64,
     pub(crate) plan: Option<Arc<Plan>>,
@@ -54,26 +59,13 @@ impl Settle {
     /// Settle with the response's status and whether an inner limit denied
     /// the request.
     pub(crate) fn run(self, status: StatusCode, denied_inside: bool) {
-        self.rule.settle(
-            &self.key,
-            self.cost,
-            self.plan.as_deref(),
-            status,
-            denied_inside,
-        );
+        self.rule.settle(&self.charge, status, denied_inside);
     }
 }
 
 /// The layer's side of a [`Settle`], free of its type parameters.
 pub(crate) trait Rule: Send + Sync {
-    fn settle(
-        &self,
-        key: &str,
-        cost: u64,
-        plan: Option<&Plan>,
-        status: StatusCode,
-        denied_inside: bool,
-    );
+    fn settle(&self, charge: &Charge, status: StatusCode, denied_inside: bool);
 }
 
 /// What happens to a charge.

@@ -108,18 +108,13 @@ impl<A: Algorithm> Limiter<A> {
         Ok(decisions(&self.inner.own, decided))
     }
 
-    /// Like [`check_all`](Self::check_all), with the limits of `algorithm`
-    /// instead of the limiter's own, for this call only: limits resolved per
+    /// Like [`check_all`](Self::check_all), with the limits of `limits`
+    /// (the limiter's algorithm type) instead of the limiter's own, for this call only: limits resolved per
     /// request (a customer's plan: free 10/s, pro 100/s) without a limiter
     /// per tier. A key's state is shared by limits of the same name and
     /// algorithm, so a customer who changes plan keeps what they used.
-    pub async fn check_with(
-        &self,
-        key: &str,
-        cost: u64,
-        algorithm: &A,
-    ) -> Result<Decisions, Error> {
-        let plan = self.plan(algorithm);
+    pub async fn check_with(&self, key: &str, cost: u64, limits: &A) -> Result<Decisions, Error> {
+        let plan = self.plan(limits);
         let decided = self.start(Some(&plan), key, cost, Mode::Check).await?;
         Ok(decisions(&plan, decided))
     }
@@ -140,14 +135,9 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     /// Like [`refund`](Self::refund), for a charge made with
-    /// [`check_with`](Self::check_with) and the same `algorithm`.
-    pub async fn refund_with(
-        &self,
-        key: &str,
-        cost: u64,
-        algorithm: &A,
-    ) -> Result<Decision, Error> {
-        let plan = self.plan(algorithm);
+    /// [`check_with`](Self::check_with) and the same `limits`.
+    pub async fn refund_with(&self, key: &str, cost: u64, limits: &A) -> Result<Decision, Error> {
+        let plan = self.plan(limits);
         Ok(self
             .start(Some(&plan), key, cost, Mode::Refund)
             .await?

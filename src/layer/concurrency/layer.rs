@@ -30,7 +30,8 @@ pub struct ConcurrencyLimitLayer<K> {
     pub(crate) config: Arc<Config<K>>,
 }
 
-pub(crate) struct Config<K> {
+/// The configuration a [`ConcurrencyLimitLayer`] shares with its services.
+pub struct Config<K> {
     pub(crate) limiter: ConcurrencyLimiter,
     pub(crate) extractor: K,
     pub(crate) answer: Arc<LeaseAnswer>,
@@ -115,9 +116,18 @@ impl<S, K> Layer<S> for ConcurrencyLimitLayer<K> {
 
 impl<K: std::fmt::Debug> std::fmt::Debug for ConcurrencyLimitLayer<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConcurrencyLimitLayer")
-            .field("limiter", &self.config.limiter)
-            .field("extractor", &self.config.extractor)
+        f.debug_tuple("ConcurrencyLimitLayer")
+            .field(&self.config)
+            .finish()
+    }
+}
+
+impl<K: std::fmt::Debug> std::fmt::Debug for Config<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("limiter", &self.limiter)
+            .field("extractor", &self.extractor)
+            .field("retry_after", &self.answer.retry_after)
             .finish()
     }
 }

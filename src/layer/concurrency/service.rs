@@ -1,83 +1,36 @@
 use super::layer::Config;
-use crate::key::KeyExtractor;
-use crate::layer::answer::RejectionKind;
-use crate::layer::body::ResponseBody;
-use crate::layer::future::ResponseFuture;
+use crate::key::{KeyExtractor, KeyRejection};
+use crate::layer::answer::Answer;
 use crate::layer::gate::Gate;
-use bytes::Bytes;
-use http::{Request, Response};
-use http_body::Body;
+use crate::layer::service::{Gatekeeper, Limit};
+use crate::limiter::{Decided, Pending};
+use http::Request;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tower_service::Service;
 
 /// The middleware [`ConcurrencyLimitLayer`](super::ConcurrencyLimitLayer)
 /// wraps a service in.
-pub struct ConcurrencyLimit<S, K> {
-    inner: S,
-    config: Arc<Config<K>>,
-}
+pub type ConcurrencyLimit<S, K> = Limit<S, Config<K>>;
 
-impl<S, K> ConcurrencyLimit<S, K> {
-    pub(crate) fn new(inner: S, config: Arc<Config<K>>) -> Self {
-        Self { inner, config }
+// The trait is sealed: its items are reached only through `Limit`'s
+// `Service` impl, never named outside the crate.
+#[allow(private_interfaces)]
+impl<K: KeyExtractor> Gatekeeper for Config<K> {
+    fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
+        self.extractor.extract(req)
     }
 
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-}
-
-impl<S: Clone, K> Clone for ConcurrencyLimit<S, K> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            config: self.config.clone(),
-        }
-    }
-}
-
-impl<S, K, ReqBody, ResBody> Service<Request<ReqBody>> for ConcurrencyLimit<S, K>
-where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
-    K: KeyExtractor,
-    ResBody: Body<Data = Bytes>,
-{
-    type Response = Response<ResponseBody<ResBody>>;
-    type Error = S::Error;
-    type Future = ResponseFuture<S, ReqBody>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+    fn answer(&self) -> &Answer {
+        &self.answer.answer
     }
 
-    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        let config = &self.config;
-        let key = match config.extractor.extract(&req) {
-            Ok(key) => key,
-            Err(rejection) => {
-                let kind = RejectionKind::NoKey(&rejection);
-                return ResponseFuture::done(config.answer.answer.reject(kind, req.headers()));
-            }
-        };
-        let limiter = &config.limiter;
-        let (id, decision) = limiter.start_acquire(&key);
+    fn start<B>(this: &Arc<Self>, _req: &Request<B>, key: String) -> (Pending<Decided>, Gate) {
+        let (id, decision) = this.limiter.start_acquire(&key);
         let gate = Gate::Lease {
-            layer: config.answer.clone(),
-            limiter: limiter.clone(),
+            layer: this.answer.clone(),
+            limiter: this.limiter.clone(),
             key,
             id,
         };
-        ResponseFuture::start(&mut self.inner, req, decision, gate)
-    }
-}
-
-impl<S: std::fmt::Debug, K> std::fmt::Debug for ConcurrencyLimit<S, K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConcurrencyLimit")
-            .field("inner", &self.inner)
-            .field("limiter", &self.config.limiter)
-            .finish()
+        (decision, gate)
     }
 }

@@ -37,7 +37,8 @@ pub struct RateLimitLayer<K, A> {
 
 pub(crate) type LimitsFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
 
-pub(crate) struct Config<K, A> {
+/// The configuration a [`RateLimitLayer`] shares with its services.
+pub struct Config<K, A> {
     pub(crate) limiter: Limiter<A>,
     pub(crate) extractor: K,
     pub(crate) pricing: Pricing,
@@ -246,12 +247,18 @@ impl<S, K, A> Layer<S> for RateLimitLayer<K, A> {
 
 impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimitLayer<K, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitLayer")
-            .field("limiter", &self.config.limiter)
-            .field("extractor", &self.config.extractor)
-            .field("pricing", &self.config.pricing)
-            .field("style", &self.config.answer.answer.style)
-            .field("shadow", &self.config.answer.answer.shadow)
+        f.debug_tuple("RateLimitLayer").field(&self.config).finish()
+    }
+}
+
+impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for Config<K, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("limiter", &self.limiter)
+            .field("extractor", &self.extractor)
+            .field("pricing", &self.pricing)
+            .field("style", &self.answer.answer.style)
+            .field("shadow", &self.answer.answer.shadow)
             .finish()
     }
 }

@@ -3,7 +3,7 @@
 
 use super::invoke::{Remote, Transport};
 use super::library::load_library;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
@@ -193,17 +193,7 @@ impl RedisClusterStore {
     }
 }
 
-impl From<RedisClusterStore> for Store {
-    fn from(s: RedisClusterStore) -> Self {
-        Store::new(Arc::new(s.remote))
-    }
-}
-
-impl fmt::Debug for RedisClusterStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.remote.fmt(f)
-    }
-}
+super::remote_store!(RedisClusterStore);
 
 /// After a failed connection attempt, calls fail at once for this long.
 const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
@@ -407,17 +397,5 @@ impl fmt::Debug for ClusterTransport {
                 &matches!(*lock(&self.cell.state), Conn::Ready(_)),
             )
             .finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn malformed_urls_name_the_field() {
-        let e = RedisClusterStore::from_url("nope://x").unwrap_err();
-        assert_eq!(e.field(), "nodes");
-        assert!(RedisClusterStore::from_nodes(["redis://127.0.0.1:1"]).is_ok());
     }
 }

@@ -12,11 +12,8 @@ pub use self::cluster::RedisClusterStore;
 
 use self::connection::Connections;
 use self::invoke::Remote;
-use super::Store;
 use crate::ConfigError;
-use std::fmt;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Default number of multiplexed connections a [`RedisStore`] shares.
@@ -109,17 +106,26 @@ impl RedisStore {
     }
 }
 
-impl From<RedisStore> for Store {
-    fn from(s: RedisStore) -> Self {
-        Store::new(Arc::new(s.remote))
-    }
-}
+/// What a store over a `Remote` (a field `remote`) is besides its own
+/// methods: a [`Store`], and its transport's `Debug`.
+macro_rules! remote_store {
+    ($name:ident) => {
+        impl From<$name> for $crate::store::Store {
+            fn from(s: $name) -> Self {
+                $crate::store::Store::new(std::sync::Arc::new(s.remote))
+            }
+        }
 
-impl fmt::Debug for RedisStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.remote.fmt(f)
-    }
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.remote.fmt(f)
+            }
+        }
+    };
 }
+use remote_store;
+
+remote_store!(RedisStore);
 
 #[cfg(test)]
 mod tests {
@@ -127,8 +133,10 @@ mod tests {
 
     #[test]
     fn malformed_urls_name_the_field() {
-        let e = RedisStore::from_url("nope://x").unwrap_err();
-        assert_eq!(e.field(), "url");
+        assert_eq!(RedisStore::from_url("nope://x").unwrap_err().field(), "url");
         assert!(RedisStore::from_url("redis://127.0.0.1:1").is_ok());
+        let cluster = RedisClusterStore::from_url("nope://x").unwrap_err();
+        assert_eq!(cluster.field(), "nodes");
+        assert!(RedisClusterStore::from_nodes(["redis://127.0.0.1:1"]).is_ok());
     }
 }
