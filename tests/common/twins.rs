@@ -4,10 +4,94 @@
 
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
+use floodgate::failure::{CircuitBreaker, FailurePolicy};
+use floodgate::store::{MemoryStore, Store};
 use floodgate::Limiter;
 use proptest::prelude::*;
-use proptest::test_runner::TestCaseError;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tokio::runtime::Runtime;
+
+/// The tests of a twins file: `<algorithm>::$test` for each of the six
+/// algorithms, each running `$run_cases(<its strategy>($keys), <its case>)`.
+/// (Unused in the test crates other than those two, which compile `common`
+/// too.)
+#[allow(unused_macros)]
+macro_rules! twins_tests {
+    ($test:ident: $run_cases:ident, $keys:expr) => {
+        $crate::common::twins::twins_tests!(@each $test, $run_cases, $keys, rate_case;
+            fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra);
+    };
+    (@each $test:ident, $run_cases:ident, $keys:expr, $case:ident; $($strategy:ident)*) => {$(
+        mod $strategy {
+            use super::*;
+            #[test]
+            fn $test() {
+                $run_cases(
+                    $crate::common::twins::$strategy($keys),
+                    $crate::common::twins::$case,
+                );
+            }
+        }
+    )*};
+}
+#[allow(unused_imports)]
+pub(crate) use twins_tests;
+
+/// A proptest runner of `PROPTEST_CASES` cases, else `default`.
+pub fn runner(default: u32) -> TestRunner {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+/// The remote limiter of a case: store errors reach the caller (no silent
+/// fail-open decisions on a loaded machine), after a timeout long enough
+/// for a loaded 2-core machine.
+macro_rules! strict {
+    ($builder:expr) => {
+        $builder
+            .on_store_failure(FailurePolicy::ReturnError)
+            .timeout(Duration::from_secs(10))
+            .circuit_breaker(CircuitBreaker::disabled())
+    };
+}
+
+/// A fresh namespace and clock for one case: each case gets its own keys in
+/// a shared server.
+fn fresh() -> (String, ManualClock) {
+    static CASE: AtomicU64 = AtomicU64::new(0);
+    let prefix = format!("twin{}", CASE.fetch_add(1, Ordering::Relaxed));
+    (prefix, ManualClock::new(1_700_000_000_000))
+}
+
+/// One case of a rate algorithm: `alg` over `remote` (Redis or a cluster)
+/// and the twin in memory, on a fresh namespace and clock.
+pub fn rate_case<S: Into<Store>, A: Algorithm>(
+    rt: &Runtime,
+    remote: S,
+    (alg, ops): (A, Vec<Op>),
+) -> Result<(), TestCaseError> {
+    let (prefix, clock) = fresh();
+    let remote = strict!(Limiter::builder(remote, alg.clone()))
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let in_memory = Limiter::builder(MemoryStore::new(), alg)
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    rt.block_on(same_decisions(&remote, &in_memory, &clock, &ops))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
