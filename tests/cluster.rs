@@ -3,7 +3,8 @@
 //! Redis and in memory, keys spread over all shards, functions reloaded after
 //! `FUNCTION FLUSH`, and the limit held through a failover and a resharding.
 //!
-//! `PROPTEST_CASES` sets the property cases per algorithm (default 100).
+//! `PROPTEST_CASES` sets the property cases per algorithm and for the
+//! concurrency limit (default 100).
 
 mod common;
 
@@ -61,7 +62,8 @@ async fn steady_overload_on_cluster() {
 
 // ---------------------------------------------------------------------------
 // Twins: the script on the cluster and the Rust twin agree on every field,
-// with the traffic of tests/twins.rs (tests/common/twins.rs) over 8 keys.
+// with the traffic of tests/twins.rs (tests/common/twins.rs) over 8 keys,
+// the concurrency limit's leases included.
 
 /// Every case of `strategy` through `case`, all on one runtime and one store
 /// (the store's connection lives on the runtime that made it).

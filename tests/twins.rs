@@ -3,6 +3,9 @@
 //! identical decisions, every field.
 //!
 //! `PROPTEST_CASES` sets the cases per algorithm (default 500).
+//!
+//! The concurrency limit's leases too: acquires, releases, leases that a
+//! crashed server never releases, peeks and counts, each on both sides.
 
 mod common;
 
