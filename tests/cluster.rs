@@ -3,23 +3,25 @@
 //! Redis and in memory, keys spread over all shards, functions reloaded after
 //! `FUNCTION FLUSH`, and the limit held through a failover and a resharding.
 //!
-//! `PROPTEST_CASES` sets the property cases per algorithm (default 100).
+//! `PROPTEST_CASES` sets the property cases per algorithm and for the
+//! concurrency limit (default 100).
 
 mod common;
 
 use common::cluster::{key_slot, RedisCluster};
-use common::twins::{self, Op};
+use common::twins;
 use common::T0;
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::failure::{CircuitBreaker, FailurePolicy};
-use floodgate::store::{MemoryStore, RedisClusterStore};
+use floodgate::store::RedisClusterStore;
 use floodgate::{Limiter, LimiterBuilder};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -60,80 +62,30 @@ async fn steady_overload_on_cluster() {
 
 // ---------------------------------------------------------------------------
 // Twins: the script on the cluster and the Rust twin agree on every field,
-// with the traffic of tests/twins.rs (tests/common/twins.rs) over 8 keys.
+// with the traffic of tests/twins.rs (tests/common/twins.rs) over 8 keys,
+// the concurrency limit's leases included.
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100)
-}
-
-/// Runs every case on one runtime and one store (the store's connection
-/// lives on the runtime that made it).
-fn run<A: Algorithm, S: Strategy<Value = (A, Vec<Op>)>>(strategy: S) {
+/// Every case of `strategy` through `case`, all on one runtime and one store
+/// (the store's connection lives on the runtime that made it).
+fn run_cases<T: Debug>(
+    strategy: impl Strategy<Value = T>,
+    case: impl Fn(&Runtime, RedisClusterStore, T) -> Result<(), TestCaseError>,
+) {
     let cluster = RedisCluster::shared();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let store = store(&cluster);
-    let mut runner = TestRunner::new(Config {
-        cases: cases(),
-        failure_persistence: None,
-        ..Config::default()
-    });
-    runner
-        .run(&strategy, |(alg, ops)| {
-            let prefix = prefix("twin");
-            let clock = ManualClock::new(1_700_000_000_000);
-            let on_cluster = strict(Limiter::builder(store.clone(), alg.clone()))
-                .prefix(&prefix)
-                .clock(clock.clone())
-                .build()
-                .unwrap();
-            let in_memory = Limiter::builder(MemoryStore::new(), alg)
-                .prefix(&prefix)
-                .clock(clock.clone())
-                .build()
-                .unwrap();
-            rt.block_on(twins::same_decisions(&on_cluster, &in_memory, &clock, &ops))
-        })
+    twins::runner(100)
+        .run(&strategy, |value| case(&rt, store.clone(), value))
         .unwrap();
 }
 
 /// Keys per case: enough for a case to span shards.
 const KEYS: u8 = 8;
 
-#[test]
-fn twins_fixed_window_on_cluster() {
-    run(twins::fixed_window(KEYS));
-}
-
-#[test]
-fn twins_sliding_log_on_cluster() {
-    run(twins::sliding_log(KEYS));
-}
-
-#[test]
-fn twins_sliding_window_on_cluster() {
-    run(twins::sliding_window(KEYS));
-}
-
-#[test]
-fn twins_token_bucket_on_cluster() {
-    run(twins::token_bucket(KEYS));
-}
-
-#[test]
-fn twins_leaky_bucket_on_cluster() {
-    run(twins::leaky_bucket(KEYS));
-}
-
-#[test]
-fn twins_gcra_on_cluster() {
-    run(twins::gcra(KEYS));
-}
+twins::twins_tests!(twins_on_cluster: run_cases, KEYS);
 
 // ---------------------------------------------------------------------------
 // Spread and scripts.

@@ -3,108 +3,45 @@
 //! identical decisions, every field.
 //!
 //! `PROPTEST_CASES` sets the cases per algorithm (default 500).
+//!
+//! The concurrency limit's leases too: acquires, releases, leases that a
+//! crashed server never releases, peeks and counts, each on both sides.
 
 mod common;
 
-use common::twins::{self, ops, rate, window, Op};
+use common::twins::{self, ops, rate, window};
 use common::RedisServer;
 use floodgate::algorithm::*;
-use floodgate::clock::ManualClock;
-use floodgate::failure::FailurePolicy;
-use floodgate::store::{MemoryStore, RedisStore};
-use floodgate::Limiter;
+use floodgate::store::RedisStore;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::fmt::Debug;
 use std::time::Duration;
+use tokio::runtime::Runtime;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500)
-}
-
-/// Run `ops` through `alg` on both stores and compare every decision.
-fn same_decisions<A: Algorithm>(
-    redis: &RedisServer,
-    alg: A,
-    ops: &[Op],
-) -> Result<(), TestCaseError> {
-    static CASE: AtomicU64 = AtomicU64::new(0);
-    // Each case gets its own namespace in the shared server.
-    let prefix = format!("case{}", CASE.fetch_add(1, Ordering::Relaxed));
-    let clock = ManualClock::new(1_700_000_000_000);
-    let rt = rt();
-    let store = RedisStore::from_url(&redis.url()).unwrap();
-    let on_redis = Limiter::builder(store, alg.clone())
-        .prefix(&prefix)
-        .clock(clock.clone())
-        // Errors, not silent fail-open decisions, on a loaded machine.
-        .on_store_failure(FailurePolicy::ReturnError)
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let in_memory = Limiter::builder(MemoryStore::new(), alg)
-        .prefix(&prefix)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    rt.block_on(twins::same_decisions(&on_redis, &in_memory, &clock, ops))
-}
-
-fn run<A: Algorithm + 'static, S: Strategy<Value = (A, Vec<Op>)>>(strategy: S) {
-    // One server per test, stopped when the test ends (a static would leak it).
+/// Every case of `strategy` through `case`, each on its own runtime and
+/// store, on one server per test (stopped when the test ends; a static
+/// would leak it).
+fn run_cases<T: Debug>(
+    strategy: impl Strategy<Value = T>,
+    case: impl Fn(&Runtime, RedisStore, T) -> Result<(), TestCaseError>,
+) {
     let redis = RedisServer::start();
-    let mut runner = TestRunner::new(Config {
-        cases: cases(),
-        failure_persistence: None,
-        ..Config::default()
-    });
-    runner
-        .run(&strategy, |(alg, ops)| same_decisions(&redis, alg, &ops))
+    twins::runner(500)
+        .run(&strategy, |value| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let store = RedisStore::from_url(&redis.url()).unwrap();
+            case(&rt, store, value)
+        })
         .unwrap();
 }
 
 /// Keys per case.
 const KEYS: u8 = 3;
 
-#[test]
-fn fixed_window_script_equals_twin() {
-    run(twins::fixed_window(KEYS));
-}
-
-#[test]
-fn sliding_log_script_equals_twin() {
-    run(twins::sliding_log(KEYS));
-}
-
-#[test]
-fn sliding_window_script_equals_twin() {
-    run(twins::sliding_window(KEYS));
-}
-
-#[test]
-fn token_bucket_script_equals_twin() {
-    run(twins::token_bucket(KEYS));
-}
-
-#[test]
-fn leaky_bucket_script_equals_twin() {
-    run(twins::leaky_bucket(KEYS));
-}
-
-#[test]
-fn gcra_script_equals_twin() {
-    run(twins::gcra(KEYS));
-}
+twins::twins_tests!(script_equals_twin: run_cases, KEYS);
 
 /// One of the six algorithms with random small parameters.
 #[derive(Debug, Clone)]
@@ -157,6 +94,7 @@ fn limits_of(algs: &[AnyAlg]) -> Limits {
 
 #[test]
 fn several_limits_script_equals_twin_all_or_nothing() {
-    run(prop::collection::vec(any_algorithm(), 2..4)
-        .prop_flat_map(|algs| (Just(limits_of(&algs)), ops(KEYS, 15, 3000))));
+    let strategy = prop::collection::vec(any_algorithm(), 2..4)
+        .prop_flat_map(|algs| (Just(limits_of(&algs)), ops(KEYS, 15, 3000)));
+    run_cases(strategy, twins::rate_case);
 }

@@ -4,10 +4,120 @@
 
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
-use floodgate::Limiter;
+use floodgate::concurrency::{ConcurrencyLimiter, ConcurrencyLimiterBuilder, Lease};
+use floodgate::failure::{CircuitBreaker, FailurePolicy};
+use floodgate::store::{MemoryStore, Store};
+use floodgate::{Decision, Limiter};
 use proptest::prelude::*;
-use proptest::test_runner::TestCaseError;
+use proptest::sample::Index;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tokio::runtime::Runtime;
+
+/// The tests of a twins file: `<algorithm>::$test` for each of the six
+/// algorithms and `concurrency::$test`, each running
+/// `$run_cases(<its strategy>($keys), <its case>)`. (Unused in the test
+/// crates other than those two, which compile `common` too.)
+#[allow(unused_macros)]
+macro_rules! twins_tests {
+    ($test:ident: $run_cases:ident, $keys:expr) => {
+        $crate::common::twins::twins_tests!(@each $test, $run_cases, $keys, rate_case;
+            fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra);
+        $crate::common::twins::twins_tests!(@each $test, $run_cases, $keys, lease_case;
+            concurrency);
+    };
+    (@each $test:ident, $run_cases:ident, $keys:expr, $case:ident; $($strategy:ident)*) => {$(
+        mod $strategy {
+            use super::*;
+            #[test]
+            fn $test() {
+                $run_cases(
+                    $crate::common::twins::$strategy($keys),
+                    $crate::common::twins::$case,
+                );
+            }
+        }
+    )*};
+}
+#[allow(unused_imports)]
+pub(crate) use twins_tests;
+
+/// A proptest runner of `PROPTEST_CASES` cases, else `default`.
+pub fn runner(default: u32) -> TestRunner {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+/// The remote limiter of a case: store errors reach the caller (no silent
+/// fail-open decisions on a loaded machine), after a timeout long enough
+/// for a loaded 2-core machine.
+macro_rules! strict {
+    ($builder:expr) => {
+        $builder
+            .on_store_failure(FailurePolicy::ReturnError)
+            .timeout(Duration::from_secs(10))
+            .circuit_breaker(CircuitBreaker::disabled())
+    };
+}
+
+/// A fresh namespace and clock for one case: each case gets its own keys in
+/// a shared server.
+fn fresh() -> (String, ManualClock) {
+    static CASE: AtomicU64 = AtomicU64::new(0);
+    let prefix = format!("twin{}", CASE.fetch_add(1, Ordering::Relaxed));
+    (prefix, ManualClock::new(1_700_000_000_000))
+}
+
+/// One case of a rate algorithm: `alg` over `remote` (Redis or a cluster)
+/// and the twin in memory, on a fresh namespace and clock.
+pub fn rate_case<S: Into<Store>, A: Algorithm>(
+    rt: &Runtime,
+    remote: S,
+    (alg, ops): (A, Vec<Op>),
+) -> Result<(), TestCaseError> {
+    let (prefix, clock) = fresh();
+    let remote = strict!(Limiter::builder(remote, alg.clone()))
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let in_memory = Limiter::builder(MemoryStore::new(), alg)
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    rt.block_on(same_decisions(&remote, &in_memory, &clock, &ops))
+}
+
+/// One case of the concurrency limit: `leases` over `remote` (Redis or a
+/// cluster) and the twin in memory, on a fresh namespace and clock.
+pub fn lease_case<S: Into<Store>>(
+    rt: &Runtime,
+    remote: S,
+    (leases, ops): (Leases, Vec<LeaseOp>),
+) -> Result<(), TestCaseError> {
+    let (prefix, clock) = fresh();
+    let remote = strict!(leases.builder(remote))
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let in_memory = leases
+        .builder(MemoryStore::new())
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    rt.block_on(same_lease_decisions(&remote, &in_memory, &clock, &ops))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
@@ -28,11 +138,7 @@ pub struct Op {
 /// refunds, costs up to `max_cost + 2`, time steps of 0, small, or up to
 /// `max_step` ms.
 pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
-    let step = prop_oneof![
-        3 => Just(0u64),
-        4 => 1..50u64,
-        3 => 1..=max_step,
-    ];
+    let step = step(max_step);
     let kind = prop_oneof![8 => Just(Kind::Check), 1 => Just(Kind::Peek), 1 => Just(Kind::Refund)];
     let op = (0..keys, step, 0..=max_cost + 2, kind).prop_map(|(key, step_ms, cost, kind)| Op {
         key,
@@ -41,6 +147,15 @@ pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<
         kind,
     });
     prop::collection::vec(op, 1..60)
+}
+
+/// A time step: 0, small, or up to `max_step` ms.
+fn step(max_step: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => Just(0u64),
+        4 => 1..50u64,
+        3 => 1..=max_step,
+    ]
 }
 
 pub fn window() -> impl Strategy<Value = u64> {
@@ -137,6 +252,121 @@ pub async fn same_decisions<A: Algorithm>(
             }
         };
         prop_assert_eq!(r, m, "op {} of {:?}", i, ops);
+    }
+    Ok(())
+}
+
+/// A concurrency limit: at most `max` leases alive per key, of `lease_ms`
+/// each.
+#[derive(Debug, Clone, Copy)]
+pub struct Leases {
+    pub max: u64,
+    pub lease_ms: u64,
+}
+
+impl Leases {
+    /// Its limiter over `store`.
+    pub fn builder(self, store: impl Into<Store>) -> ConcurrencyLimiterBuilder {
+        ConcurrencyLimiter::builder(store, self.max).lease(Duration::from_millis(self.lease_ms))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum LeaseKind {
+    Acquire,
+    /// Release one of the leases held (all keys), if any.
+    Release(Index),
+    /// A server that crashes holding one of the leases: never released.
+    Forget(Index),
+    Peek,
+    InFlight,
+}
+
+#[derive(Debug, Clone)]
+pub struct LeaseOp {
+    pub key: u8,
+    pub step_ms: u64,
+    pub kind: LeaseKind,
+}
+
+/// A concurrency limit of 1 to 5 leases of 1 to 5000 ms, and up to 60
+/// operations over `keys` keys: mostly acquires and releases, some crashes,
+/// peeks and counts; time steps of 0, small, exactly a lease (onto an
+/// expiry), or up to two leases.
+pub fn concurrency(keys: u8) -> impl Strategy<Value = (Leases, Vec<LeaseOp>)> {
+    (1..6u64, window()).prop_flat_map(move |(max, lease_ms)| {
+        let step = prop_oneof![9 => step(2 * lease_ms), 1 => Just(lease_ms)];
+        let kind = prop_oneof![
+            4 => Just(LeaseKind::Acquire),
+            2 => any::<Index>().prop_map(LeaseKind::Release),
+            1 => any::<Index>().prop_map(LeaseKind::Forget),
+            1 => Just(LeaseKind::Peek),
+            1 => Just(LeaseKind::InFlight),
+        ];
+        let op =
+            (0..keys, step, kind).prop_map(|(key, step_ms, kind)| LeaseOp { key, step_ms, kind });
+        (
+            Just(Leases { max, lease_ms }),
+            prop::collection::vec(op, 1..60),
+        )
+    })
+}
+
+/// An acquire's decision: `Ok` with the one that granted the lease.
+fn granted(acquired: &Result<Lease, Decision>) -> Result<Decision, Decision> {
+    acquired.as_ref().map(|l| *l.decision()).map_err(|d| *d)
+}
+
+/// Run `ops` through both concurrency limiters (sharing `clock`), each side
+/// holding its own leases, and compare every decision and count.
+pub async fn same_lease_decisions(
+    remote: &ConcurrencyLimiter,
+    in_memory: &ConcurrencyLimiter,
+    clock: &ManualClock,
+    ops: &[LeaseOp],
+) -> Result<(), TestCaseError> {
+    // The leases held, as (remote, in memory) pairs from the same acquire.
+    let mut held: Vec<(Lease, Lease)> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        clock.advance(Duration::from_millis(op.step_ms));
+        let key = format!("k{}", op.key);
+        match &op.kind {
+            LeaseKind::Acquire => {
+                let r = remote.acquire(&key).await.unwrap();
+                let m = in_memory.acquire(&key).await.unwrap();
+                prop_assert_eq!(granted(&r), granted(&m), "op {} of {:?}", i, ops);
+                if let (Ok(r), Ok(m)) = (r, m) {
+                    held.push((r, m));
+                }
+            }
+            LeaseKind::Release(_) | LeaseKind::Forget(_) if held.is_empty() => {}
+            LeaseKind::Release(which) => {
+                let (r, m) = held.remove(which.index(held.len()));
+                r.release().await;
+                m.release().await;
+            }
+            LeaseKind::Forget(which) => {
+                std::mem::forget(held.remove(which.index(held.len())));
+            }
+            LeaseKind::Peek => prop_assert_eq!(
+                remote.peek(&key).await.unwrap(),
+                in_memory.peek(&key).await.unwrap(),
+                "op {} of {:?}",
+                i,
+                ops
+            ),
+            LeaseKind::InFlight => prop_assert_eq!(
+                remote.in_flight(&key).await.unwrap(),
+                in_memory.in_flight(&key).await.unwrap(),
+                "op {} of {:?}",
+                i,
+                ops
+            ),
+        }
+    }
+    for (r, m) in held {
+        r.release().await;
+        m.release().await;
     }
     Ok(())
 }
