@@ -25,6 +25,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// exact, and limits keep holding.
 pub const MAX_TIME_MS: u64 = 1 << 48;
 
+/// `d` in whole ms, saturating (no duration here comes anywhere near).
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// `ms`, no later than [`MAX_TIME_MS`].
 pub(crate) fn bounded(ms: u64) -> u64 {
     ms.min(MAX_TIME_MS)
@@ -44,7 +49,7 @@ impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
+            .map_or(0, millis)
     }
 }
 

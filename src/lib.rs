@@ -24,7 +24,6 @@
 //!     .route("/", get(|| async { "hello" }))
 //!     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
 //! ```
-#![warn(missing_docs)]
 
 pub mod algorithm;
 pub mod clock;

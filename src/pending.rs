@@ -55,14 +55,15 @@ impl<T> Pending<T> {
         let State::Later(future) = future.state else {
             return;
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn(async move {
-                if let Err(e) = future.await {
-                    tracing::warn!(error = %e, "floodgate: {what} failed");
-                }
-            })),
-            Err(_) => tracing::warn!("floodgate: no Tokio runtime to finish a {what} on; skipped"),
-        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("floodgate: no Tokio runtime to finish a {what} on; skipped");
+            return;
+        };
+        drop(rt.spawn(async move {
+            if let Err(e) = future.await {
+                tracing::warn!(error = %e, "floodgate: {what} failed");
+            }
+        }));
     }
 
     /// The result, changed by `f`: at once if it is ready.

@@ -19,7 +19,7 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: Step) -> (Rep
     };
     if refund {
         let left = (count - cost).max(0.0);
-        let w = if left != count { store(left) } else { None };
+        let w = if left == count { None } else { store(left) };
         return (
             reply(true, limit, limit - left, reset_if_used(left), None, 0.0),
             w,

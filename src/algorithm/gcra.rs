@@ -7,7 +7,7 @@ use std::time::Duration;
 ///
 /// A steady rate of `limit` per `period`, and at most `burst` admitted at once
 /// from a rested state (default: `limit`). The state is a single time per key,
-/// the smallest of all. [`try_burst(n)`](Self::try_burst) is redis_rate's
+/// the smallest of all. [`try_burst(n)`](Self::try_burst) is `redis_rate`'s
 /// `Burst`; redis-cell's `max_burst` is `n - 1`.
 ///
 /// ```
@@ -45,6 +45,9 @@ impl Gcra {
 
     /// Like [`new`](Self::new), returning an error that names the invalid
     /// field instead of panicking.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `limit` or `period` when it is out of bounds.
     pub fn try_new(limit: u64, period: Duration) -> Result<Self, ConfigError> {
         Self::checked(limit, period).map_err(ConfigError::from)
     }
@@ -59,6 +62,9 @@ impl Gcra {
     }
 
     /// At most `n` requests (1 to 2^40) admitted at once from a rested state.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `burst` when `n` is 0 or above 2^40.
     pub fn try_burst(mut self, n: u64) -> Result<Self, ConfigError> {
         self.burst = count(n, BURST)?;
         Ok(self)
@@ -104,7 +110,7 @@ pub(super) fn virtual_schedule(
     };
     if refund {
         let b = (backlog - cost * interval).max(0.0);
-        let w = if b != backlog { store(b) } else { None };
+        let w = if b == backlog { None } else { store(b) };
         return (reply(true, burst, remaining(b), b, None, 0.0), w);
     }
     let after = backlog + cost * interval;

@@ -54,6 +54,10 @@ impl Limits {
     }
 
     /// Like [`new`](Self::new), returning an error that names the field.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `name` when it is not 1 to 32 characters of
+    /// `A-Z a-z 0-9 _ -`.
     pub fn try_new<A: Single>(name: &str, algorithm: A) -> Result<Self, ConfigError> {
         let name = checked_name(name)?;
         Ok(Self {
@@ -64,6 +68,10 @@ impl Limits {
     /// Add the limit `algorithm` named `name`: an error that names the field
     /// when the name is invalid or already taken, or when there would be
     /// more than [`MAX_LIMITS`].
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `name` (invalid, or taken) or `limits` (more
+    /// than [`MAX_LIMITS`]).
     pub fn try_with<A: Single>(mut self, name: &str, algorithm: A) -> Result<Self, ConfigError> {
         let name = checked_name(name)?;
         if self.parts.iter().any(|(n, _)| *n == name) {

@@ -20,6 +20,17 @@
 //! field for values known only at run time. [`Limits`] puts several of them
 //! on one key, checked all or nothing.
 
+// The twins compute with doubles as the Lua code does, and compare them as
+// it does: every number is bounded below 2^53 by the checks of
+// `validate.rs` and by `clock::MAX_TIME_MS`, so these casts are exact.
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::float_cmp
+)]
+
 mod buckets;
 mod concurrency;
 mod fixed_window;

@@ -55,15 +55,11 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: Step) -> (Rep
             (cost > 0.0 && write).then_some((window + SLACK_MS) as u64),
         );
     }
-    let log = match state {
-        Some(State::Log(log)) => log,
-        _ => {
-            *state = Some(State::Log(VecDeque::new()));
-            match state {
-                Some(State::Log(log)) => log,
-                _ => return (r, None),
-            }
-        }
+    if !matches!(state, Some(State::Log(_))) {
+        *state = Some(State::Log(VecDeque::new()));
+    }
+    let Some(State::Log(log)) = state else {
+        return (r, None);
     };
     log.drain(..first_live);
     // Insert in time order even if the clock went backwards.

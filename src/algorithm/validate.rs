@@ -191,6 +191,10 @@ macro_rules! config_type {
 
             /// Like [`new`](Self::new), returning an error that names the
             /// invalid field instead of panicking.
+            ///
+            /// # Errors
+            /// A [`ConfigError`](crate::ConfigError) naming the field that is
+            /// out of bounds.
             pub fn try_new($a_arg: $a_arg_ty, $b_arg: $b_arg_ty) -> Result<Self, $crate::ConfigError> {
                 Self::checked($a_arg, $b_arg).map_err($crate::ConfigError::from)
             }

@@ -73,13 +73,25 @@ impl ConcurrencyLimiter {
     /// (full: [`OverLimit`](Reason::OverLimit), `retry_after` the time
     /// until the first lease expires; or the failure policy's
     /// [`FailClosed`](Reason::FailClosed)).
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn acquire(&self, key: &str) -> Result<Result<Lease, Decision>, Error> {
         let (id, pending) = self.start_acquire(key);
-        Ok(self.lease(key.to_owned(), id, pending.await?))
+        Ok(self.lease(key.to_owned(), id, &pending.await?))
     }
 
     /// What [`acquire`](Self::acquire) would say now, taking nothing:
     /// `remaining` is the number of free slots.
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
         Ok(self.start(key, Mode::Peek, "").await?.combined)
     }
@@ -87,6 +99,12 @@ impl ConcurrencyLimiter {
     /// How many requests of `key` are in flight (at most `max`), from the
     /// store, or as the failure policy decides when the store fails (0 when
     /// it fails open, `max` when it fails closed).
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn in_flight(&self, key: &str) -> Result<u64, Error> {
         let d = self.peek(key).await?;
         Ok(self.inner.max.saturating_sub(d.remaining))
@@ -141,7 +159,7 @@ impl ConcurrencyLimiter {
         &self,
         key: String,
         id: String,
-        decided: Decided,
+        decided: &Decided,
     ) -> Result<Lease, Decision> {
         let decision = decided.combined;
         if !decision.allowed {
@@ -209,7 +227,7 @@ impl fmt::Debug for Lease {
         f.debug_struct("Lease")
             .field("id", &self.id)
             .field("decision", &self.decision)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -258,6 +276,11 @@ impl ConcurrencyLimiterBuilder {
 
     /// Check the configuration and build the limiter; an error names the
     /// field that is wrong.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the field: `max`, `lease`, `prefix`, `name`,
+    /// `timeout` or `on_store_failure` (a fallback that is not a concurrency
+    /// limiter).
     pub fn build(self) -> Result<ConcurrencyLimiter, ConfigError> {
         if self.max == 0 || self.max > MAX_IN_FLIGHT {
             return Err(ConfigError::new("max", "must be between 1 and 2^20"));

@@ -72,6 +72,10 @@ impl CircuitBreaker {
 
     /// Like [`new`](Self::new), returning an error that names the invalid
     /// field instead of panicking.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `failures` (0) or `cool_down` (not whole ms,
+    /// under 1 ms or over 2^40 ms).
     pub fn try_new(failures: u32, cool_down: Duration) -> Result<Self, ConfigError> {
         Self::checked(failures, cool_down).map_err(ConfigError::from)
     }
@@ -179,11 +183,11 @@ impl Breaker {
 
     /// Milliseconds since this breaker was made, plus 1.
     pub(crate) fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+        crate::clock::millis(self.epoch.elapsed()) + 1
     }
 
     fn cool_down_ms(&self) -> u64 {
-        self.config.cool_down.as_millis().max(1) as u64
+        crate::clock::millis(self.config.cool_down).max(1)
     }
 
     /// May this decision call the store? `None`: the circuit is open, answer
@@ -332,7 +336,7 @@ mod tests {
         assert_eq!(b.state(), CircuitState::Open);
         assert!(b.try_acquire().is_none());
         let wait = b.retry_after();
-        assert!(wait > Duration::from_millis(9_000) && wait <= Duration::from_secs(10));
+        assert!(wait > Duration::from_secs(9) && wait <= Duration::from_secs(10));
     }
 
     #[test]

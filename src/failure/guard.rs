@@ -101,7 +101,7 @@ impl Guard {
                 error = %error,
                 policy = self.policy.name(),
                 failures = b.failures(),
-                cool_down_ms = b.cool_down().as_millis() as u64,
+                cool_down_ms = crate::clock::millis(b.cool_down()),
                 "rate-limit store keeps failing: circuit open, decisions made by the failure policy without calling it"
             );
         }
@@ -222,7 +222,7 @@ impl fmt::Debug for Guard {
             .field("policy", &self.policy)
             .field("circuit_breaker", self.breaker.config())
             .field("circuit", &self.breaker.state())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

@@ -3,7 +3,7 @@
 //! # Metrics
 //!
 //! floodgate reports through the [`metrics`](https://docs.rs/metrics) facade,
-//! so any exporter works (Prometheus, StatsD, ...). Each limiter reports,
+//! so any exporter works (Prometheus, `StatsD`, ...). Each limiter reports,
 //! labelled with its [name](crate::LimiterBuilder::name) (never with client
 //! keys, so the number of series stays small):
 //!

@@ -305,9 +305,9 @@ mod tests {
                 panic!("not an item");
             };
             let wire = crate::headers::report::sanitize_name(r.name);
-            prop_assert_eq!(item.bare_item.as_string().map(|s| s.as_str()), Some(&*wire));
-            let remaining = item.params.get("r").and_then(|v| v.as_integer()).map(i64::from);
-            prop_assert_eq!(remaining, Some(r.decision.remaining.min(MAX_INTEGER) as i64));
+            prop_assert_eq!(item.bare_item.as_string().map(sfv::StringRef::as_str), Some(&*wire));
+            let remaining = item.params.get("r").and_then(sfv::BareItem::as_integer).map(i64::from);
+            prop_assert_eq!(remaining, Some(r.decision.remaining.min(MAX_INTEGER).cast_signed()));
         }
     }
 }

@@ -173,7 +173,7 @@ mod tests {
     fn ceil_secs_rounds_up_and_saturates() {
         assert_eq!(ceil_secs(Duration::ZERO), 0);
         assert_eq!(ceil_secs(Duration::from_nanos(1)), 1);
-        assert_eq!(ceil_secs(Duration::from_millis(1_000)), 1);
+        assert_eq!(ceil_secs(Duration::from_secs(1)), 1);
         assert_eq!(ceil_secs(Duration::from_millis(1_001)), 2);
         assert_eq!(ceil_secs(Duration::MAX), u64::MAX);
     }

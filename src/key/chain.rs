@@ -57,7 +57,7 @@ pub(crate) fn walk(
 
 /// The entries of comma-separated lists (`X-Forwarded-For`), right to left
 /// over all the header's lines. Lazy: the walk parses only what it needs.
-pub(crate) fn list_rev<'a>(values: GetAll<'a, HeaderValue>) -> impl Iterator<Item = Node> + 'a {
+pub(crate) fn list_rev(values: GetAll<'_, HeaderValue>) -> impl Iterator<Item = Node> + '_ {
     values
         .into_iter()
         .rev()
@@ -70,7 +70,7 @@ pub(crate) fn list_rev<'a>(values: GetAll<'a, HeaderValue>) -> impl Iterator<Ite
 
 /// A header holding one address (`X-Real-IP`). Several lines are ambiguous,
 /// so they are one invalid entry.
-pub(crate) fn single(values: GetAll<'_, HeaderValue>) -> Node {
+pub(crate) fn single(values: &GetAll<'_, HeaderValue>) -> Node {
     let mut it = values.iter();
     match (it.next(), it.next()) {
         (Some(v), None) => parse_node(trim_ows(v.as_bytes())),
@@ -184,7 +184,7 @@ mod tests {
             .map(|s| Node::Ip(ip(s)))
             .collect();
         assert_eq!(got, want);
-        assert_eq!(single(h.get_all("x")), Node::Invalid);
-        assert_eq!(single(h.get_all("y")), Node::Invalid);
+        assert_eq!(single(&h.get_all("x")), Node::Invalid);
+        assert_eq!(single(&h.get_all("y")), Node::Invalid);
     }
 }

@@ -127,6 +127,7 @@ pub enum BrokenChain {
 /// # }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a layer or extractor does nothing until it is used"]
 pub struct ClientIp {
     networks: Arc<Vec<IpNet>>,
     hops: usize,
@@ -180,6 +181,9 @@ impl ClientIp {
     /// Trusts the `n` nearest hops, whatever their address: the peer and the
     /// `n - 1` right-most header entries. With one load balancer in front,
     /// `n = 1` and the client is the right-most entry. At most 64.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `trusted_hops` when `n` is above 64.
     pub fn trusted_hops(mut self, n: usize) -> Result<Self, ConfigError> {
         if n > MAX_ENTRIES {
             return Err(ConfigError::new(
@@ -215,6 +219,9 @@ impl ClientIp {
 
     /// The client's address, before grouping (IPv4-mapped IPv6 unmapped).
     /// Useful for logging.
+    ///
+    /// # Errors
+    /// A [`KeyRejection`] when the request has no peer address.
     pub fn client_ip<B>(&self, req: &http::Request<B>) -> Result<IpAddr, KeyRejection> {
         let peer = canonical(peer_addr(req.extensions()).ok_or_else(no_peer)?.ip());
         let trusted = |ip: IpAddr, hop: usize| {
@@ -264,7 +271,7 @@ fn walk(
             chain::walk(peer, chain::list_rev(values), trusted)
         }
         ProxyHeader::XRealIp | ProxyHeader::Single(_) => {
-            chain::walk(peer, std::iter::once(chain::single(values)), trusted)
+            chain::walk(peer, std::iter::once(chain::single(&values)), trusted)
         }
         ProxyHeader::Forwarded => {
             // Only the right-most elements matter; keep one more than the
@@ -309,6 +316,7 @@ fn unmap(network: IpNet) -> IpNet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
     use std::net::SocketAddr;
 
     fn req(peer: &str, headers: &[(&str, &str)]) -> http::Request<()> {
@@ -363,9 +371,10 @@ mod tests {
 
     #[test]
     fn forwarded_keeps_the_right_end() {
-        let trusted: String = (0..1000)
-            .map(|i| format!("for=10.0.{}.{}, ", i / 256, i % 256))
-            .collect();
+        let trusted = (0..1000).fold(String::new(), |mut s, i| {
+            let _ = write!(s, "for=10.0.{}.{}, ", i / 256, i % 256);
+            s
+        });
         let c = ClientIp::new()
             .trust_private()
             .proxy_header(ProxyHeader::Forwarded);

@@ -34,6 +34,7 @@ use crate::ConfigError;
 /// # }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a layer or extractor does nothing until it is used"]
 pub struct Header {
     name: HeaderName,
     prefix: Arc<str>,
@@ -54,6 +55,9 @@ impl Header {
     }
 
     /// Keys on the header `name`; fails if it is not a valid header name.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `name` when it is not a header name.
     pub fn try_new(name: &str) -> Result<Self, ConfigError> {
         HeaderName::try_from(name)
             .map(Self::new)
@@ -69,6 +73,9 @@ impl Header {
 
     /// Rejects values longer than `max` bytes (default
     /// [`DEFAULT_MAX_LEN`](Self::DEFAULT_MAX_LEN)). Fails if `max` is 0.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `max_len` when `max` is 0.
     pub fn max_len(mut self, max: usize) -> Result<Self, ConfigError> {
         if max == 0 {
             return Err(ConfigError::new("max_len", "must be at least 1 byte"));

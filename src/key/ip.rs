@@ -44,14 +44,22 @@ fn prefix_len(field: &'static str, family: &str, len: u8, max: u8) -> Result<u8,
 macro_rules! grouping_methods {
     () => {
         /// Groups IPv4 addresses by their first `len` bits (1 to 32, default 32:
-        /// one key per address). Fails on a length outside that range.
+        /// one key per address).
+        ///
+        /// # Errors
+        /// A [`ConfigError`] naming `ipv4_prefix` for a length outside that
+        /// range.
         pub fn ipv4_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
             self.grouping = self.grouping.with_v4(len)?;
             Ok(self)
         }
 
         /// Groups IPv6 addresses by their first `len` bits (1 to 128, default
-        /// 64). Fails on a length outside that range.
+        /// 64).
+        ///
+        /// # Errors
+        /// A [`ConfigError`] naming `ipv6_prefix` for a length outside that
+        /// range.
         pub fn ipv6_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
             self.grouping = self.grouping.with_v6(len)?;
             Ok(self)
@@ -74,7 +82,7 @@ impl Grouping {
     /// The key of `ip`: the address itself at full length, else the network
     /// in CIDR notation (`2001:db8:1:2::/64`). The forms are canonical, so
     /// every address of one network gives the same string.
-    pub(crate) fn key(&self, ip: IpAddr) -> String {
+    pub(crate) fn key(self, ip: IpAddr) -> String {
         match canonical(ip) {
             IpAddr::V4(a) if self.v4 == 32 => a.to_string(),
             IpAddr::V4(a) => {

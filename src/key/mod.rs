@@ -119,6 +119,10 @@ pub use view::RequestView;
 /// ```
 pub trait KeyExtractor: Clone + Send + Sync + 'static {
     /// The key of `req`, or why there is none.
+    ///
+    /// # Errors
+    /// A [`KeyRejection`] saying what the request lacks; the layers answer it
+    /// with 400 (gRPC: `INVALID_ARGUMENT`).
     fn extract<B>(&self, req: &http::Request<B>) -> Result<String, KeyRejection>;
 }
 

@@ -179,7 +179,7 @@ impl Gate {
                     fields: None,
                     settle: None,
                     // Shadow mode serves a request that got no lease.
-                    lease: limiter.lease(key, id, decided).ok().map(Box::new),
+                    lease: limiter.lease(key, id, &decided).ok().map(Box::new),
                 })
             }
         }

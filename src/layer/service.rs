@@ -28,7 +28,7 @@ pub struct Limit<S, C> {
 pub(crate) use sealed::Gatekeeper;
 
 mod sealed {
-    use super::*;
+    use super::{Answer, Arc, Decided, Gate, KeyRejection, Pending, Request};
 
     /// What a layer's configuration does with each request. Sealed: its
     /// items are reached only through `Limit`'s `Service` impl.

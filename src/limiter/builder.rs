@@ -219,6 +219,10 @@ impl<A: Algorithm> LimiterBuilder<A> {
 
     /// Check the configuration and build the limiter; an error names the
     /// field that is wrong.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the field: `prefix`, `name`, `timeout` or
+    /// `on_store_failure` (a fallback that is not a rate limiter).
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         let core = self.settings.core(FallbackKind::Rate, self.deny_cache)?;
         Ok(Limiter::from_core(core, self.algorithm))

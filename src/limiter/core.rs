@@ -236,6 +236,6 @@ impl std::fmt::Debug for Core {
             .field("prefix", &self.prefix)
             .field("store", &self.store)
             .field("failure", &self.guard)
-            .finish()
+            .finish_non_exhaustive()
     }
 }

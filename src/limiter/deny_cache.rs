@@ -35,7 +35,9 @@ impl DenyCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, Map> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The cached denial of `key` for a request of `cost` at `now`, with its

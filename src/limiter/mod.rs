@@ -97,12 +97,24 @@ impl<A: Algorithm> Limiter<A> {
     /// A cost of 0 is always admitted and reports the key's state. A cost
     /// above the limit can never fit: it is denied with no `retry_after`
     /// ([`Reason::CostTooHigh`](crate::Reason::CostTooHigh)).
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn check(&self, key: &str, cost: u64) -> Result<Decision, Error> {
         Ok(self.start(None, key, cost, Mode::Check).await?.combined)
     }
 
     /// Like [`check`](Self::check), with each limit's decision too (what
     /// the layer writes in `RateLimit-Policy` and `RateLimit`).
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn check_all(&self, key: &str, cost: u64) -> Result<Decisions, Error> {
         let decided = self.start(None, key, cost, Mode::Check).await?;
         Ok(decisions(&self.inner.own, decided))
@@ -113,6 +125,12 @@ impl<A: Algorithm> Limiter<A> {
     /// request (a customer's plan: free 10/s, pro 100/s) without a limiter
     /// per tier. A key's state is shared by limits of the same name and
     /// algorithm, so a customer who changes plan keeps what they used.
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn check_with(&self, key: &str, cost: u64, limits: &A) -> Result<Decisions, Error> {
         let plan = self.plan(limits);
         let decided = self.start(Some(&plan), key, cost, Mode::Check).await?;
@@ -122,6 +140,12 @@ impl<A: Algorithm> Limiter<A> {
     /// What `check(key, 1)` would say now, consuming nothing: `remaining`
     /// is what would be left after it. For the remaining quota as it is, use
     /// `check(key, 0)`, which also consumes nothing.
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
         Ok(self.start(None, key, 1, Mode::Peek).await?.combined)
     }
@@ -130,12 +154,24 @@ impl<A: Algorithm> Limiter<A> {
     /// that failed on the server, or that a later limit denied). Returns the
     /// state after the refund. What has already expired is not given back;
     /// the sliding log gives back its newest entries.
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn refund(&self, key: &str, cost: u64) -> Result<Decision, Error> {
         Ok(self.start(None, key, cost, Mode::Refund).await?.combined)
     }
 
     /// Like [`refund`](Self::refund), for a charge made with
     /// [`check_with`](Self::check_with) and the same `limits`.
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store), only when the store fails and the
+    /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
+    /// (or a fallback whose own store fails that way); any other failure is
+    /// answered by the failure policy.
     pub async fn refund_with(&self, key: &str, cost: u64, limits: &A) -> Result<Decision, Error> {
         let plan = self.plan(limits);
         Ok(self

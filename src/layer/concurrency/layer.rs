@@ -26,6 +26,7 @@ use tower_layer::Layer;
 ///     .route("/upload", post(|| async { "stored" }))
 ///     .layer(ConcurrencyLimitLayer::new(uploads, Header::try_new("x-api-key").unwrap()));
 /// ```
+#[must_use = "a layer or extractor does nothing until it is used"]
 pub struct ConcurrencyLimitLayer<K> {
     pub(crate) config: Arc<Config<K>>,
 }

@@ -31,6 +31,7 @@ use tower_layer::Layer;
 ///     .route("/", get(|| async { "hello" }))
 ///     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
 /// ```
+#[must_use = "a layer or extractor does nothing until it is used"]
 pub struct RateLimitLayer<K, A> {
     pub(crate) config: Arc<Config<K, A>>,
 }
@@ -259,6 +260,6 @@ impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for Config<K, A> {
             .field("pricing", &self.pricing)
             .field("style", &self.answer.answer.style)
             .field("shadow", &self.answer.answer.shadow)
-            .finish()
+            .finish_non_exhaustive()
     }
 }

@@ -166,7 +166,10 @@ impl Backend for Inner {
     /// The id of namespace `head`, the same for every limiter writing to
     /// it, as the key's head is on Redis.
     fn namespace(&self, head: &str) -> Namespace {
-        let mut ids = self.namespaces.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ids = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let next = ids.len() as u64 + 1;
         let id = *ids.entry(head.into()).or_insert(next);
         Namespace {
@@ -257,12 +260,13 @@ impl std::fmt::Debug for Inner {
         f.debug_struct("MemoryStore")
             .field("shards", &self.shards.len())
             .field("max_per_shard", &self.max_per_shard)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 /// A poisoned shard only means another thread panicked mid-decision; the
 /// state is still a valid map, so keep serving.
 fn lock(m: &Padded) -> MutexGuard<'_, Shard> {
-    m.0.lock().unwrap_or_else(|p| p.into_inner())
+    m.0.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

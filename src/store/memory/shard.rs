@@ -160,7 +160,8 @@ impl Shard {
     /// likely to be sampled than another.
     fn evict_one(&mut self) -> bool {
         let buckets = self.table.num_buckets();
-        let start = self.random() as usize;
+        // Any start will do: only the low bits matter.
+        let start = usize::try_from(self.random() % buckets as u64).unwrap_or(0);
         let mut victim: Option<(u64, usize)> = None;
         let mut sampled = 0;
         for i in 0..buckets {

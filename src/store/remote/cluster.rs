@@ -8,7 +8,7 @@ use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
-use redis::{Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
+use redis::{Cmd, Value};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -136,6 +136,9 @@ impl RedisClusterStore {
     ///
     /// Nothing is connected yet: this fails only on a malformed URL (an
     /// error naming `nodes`), not when the cluster is down.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `nodes` when one is not a Redis URL.
     pub fn from_nodes<I, S>(nodes: I) -> Result<Self, ConfigError>
     where
         I: IntoIterator<Item = S>,
@@ -150,6 +153,9 @@ impl RedisClusterStore {
 
     /// A store over the cluster that the node at `url` belongs to; the same
     /// as [`from_nodes([url])`](Self::from_nodes).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `nodes` when `url` is not a Redis URL.
     pub fn from_url(url: &str) -> Result<Self, ConfigError> {
         Self::from_nodes([url])
     }
@@ -197,10 +203,6 @@ super::remote_store!(RedisClusterStore);
 
 /// After a failed connection attempt, calls fail at once for this long.
 const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Rounds of redis-rs' own retries one call may take when they end on a
-/// redirection (see [`query`]).
-const REDIRECT_ROUNDS: usize = 3;
 
 /// The cluster connection, made on first use by a task of its own.
 pub(super) struct ClusterTransport {
@@ -276,7 +278,7 @@ impl Transport for ClusterTransport {
     /// connection per node.
     async fn send(&self, cmd: &Cmd, _ordered: bool) -> Result<Value, StoreError> {
         let mut conn = self.connection().await?;
-        Ok(query(&mut conn, cmd).await?)
+        Ok(super::redirect::query(&mut conn, cmd).await?)
     }
 
     /// Load the library on the primary that owns `key`'s slot (by the slot
@@ -291,72 +293,6 @@ impl Transport for ClusterTransport {
         conn.route_command(load_library(), route).await?;
         Ok(())
     }
-}
-
-/// One call, routed by its key; redirections and backoffs are left to
-/// redis-rs, except where it ends on `ASK` or `MOVED`.
-///
-/// redis-rs (1.8, also 2.0) follows `ASK` by sending `ASKING` and then the
-/// command as two requests on the target's shared, multiplexed connection.
-/// Any other request sent to that node in between consumes the one-shot
-/// `ASKING` flag; the command then gets `MOVED` back to the source, which
-/// answers `ASK` again, and under load the retries run out in this
-/// ping-pong. So when the error is still `ASK`, the call is sent once more as
-/// one pipeline, `ASKING` and the command back to back, which nothing can
-/// come between; when it is `MOVED`, the whole call is made again, routed by
-/// the slot map redis-rs has refreshed meanwhile. Both are safe: `ASK` and
-/// `MOVED` mean the call did not run.
-async fn query(conn: &mut ClusterConnection, call: &Cmd) -> RedisResult<Value> {
-    let mut round = 0;
-    loop {
-        round += 1;
-        let mut result = call.query_async(conn).await;
-        if let Err(e) = &result {
-            if let Some((host, port)) = ask_target(e) {
-                result = asking(conn, call, host, port).await;
-            }
-        }
-        match result {
-            Err(e) if round < REDIRECT_ROUNDS && redirected(&e) => {}
-            other => return other,
-        }
-    }
-}
-
-fn redirected(e: &RedisError) -> bool {
-    matches!(
-        e.kind(),
-        ErrorKind::Server(ServerErrorKind::Ask | ServerErrorKind::Moved)
-    )
-}
-
-/// The node an `ASK` error sends the call to.
-fn ask_target(e: &RedisError) -> Option<(String, u16)> {
-    if e.kind() != ErrorKind::Server(ServerErrorKind::Ask) {
-        return None;
-    }
-    let (addr, _slot) = e.redirect_node()?;
-    let (host, port) = addr.rsplit_once(':')?;
-    Some((host.to_string(), port.parse().ok()?))
-}
-
-/// `ASKING` and `call` as one pipeline to the node at `host:port`.
-async fn asking(
-    conn: &mut ClusterConnection,
-    call: &Cmd,
-    host: String,
-    port: u16,
-) -> RedisResult<Value> {
-    let mut pipe = redis::pipe();
-    pipe.cmd("ASKING").add_command(call.clone());
-    let replies = conn
-        .route_pipeline(pipe, 0, 2, SingleNodeRoutingInfo::ByAddress { host, port })
-        .await?;
-    let reply = replies
-        .into_iter()
-        .nth(1)
-        .ok_or_else(|| RedisError::from((ErrorKind::Client, "no reply after ASKING")))?;
-    reply.extract_error()
 }
 
 /// One connection attempt; whatever happens to the task, its end is
@@ -386,7 +322,9 @@ async fn connect(client: ClusterClient, cell: Arc<Cell>) {
 }
 
 fn lock(state: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl fmt::Debug for ClusterTransport {
@@ -396,6 +334,6 @@ impl fmt::Debug for ClusterTransport {
                 "connected",
                 &matches!(*lock(&self.cell.state), Conn::Ready(_)),
             )
-            .finish()
+            .finish_non_exhaustive()
     }
 }

@@ -150,7 +150,7 @@ impl Shared {
     }
 
     fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+        crate::clock::millis(self.epoch.elapsed()) + 1
     }
 
     /// A connection for a call that picked slot `i`: slot `i`'s, or while
@@ -325,7 +325,7 @@ fn broken(e: &RedisError) -> bool {
 /// A poisoned slot only means a thread panicked while holding it; the state
 /// is still consistent.
 fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl fmt::Debug for Connections {

@@ -111,16 +111,16 @@ impl<T: Transport> Remote<T> {
     /// Load the library where `cmd`'s key lives, in a task of its own, one
     /// load at a time.
     fn load_in_background(&self, cmd: &Cmd) {
-        let shared = &self.shared;
-        if shared.loading.swap(true, Ordering::AcqRel) {
-            return;
-        }
         /// Ends the load, also when its task is dropped.
         struct Done<T>(Arc<Shared<T>>);
         impl<T> Drop for Done<T> {
             fn drop(&mut self) {
                 self.0.loading.store(false, Ordering::Release);
             }
+        }
+        let shared = &self.shared;
+        if shared.loading.swap(true, Ordering::AcqRel) {
+            return;
         }
         let done = Done(shared.clone());
         let key = first_key(cmd);

@@ -271,7 +271,7 @@ mod tests {
             TokenBucket::new(10, 0.1).parts(),
             TokenBucket::new(3, 1e-9).parts(),
             LeakyBucket::new(1 << 40, 1e15).parts(),
-            Gcra::new(3, Duration::from_millis(1000)).parts(),
+            Gcra::new(3, Duration::from_secs(1)).parts(),
             Gcra::new(1 << 40, Duration::from_millis(1)).parts(),
         ]
         .into_iter()

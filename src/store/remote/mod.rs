@@ -7,6 +7,7 @@ mod cluster;
 mod connection;
 mod invoke;
 mod library;
+mod redirect;
 
 pub use self::cluster::RedisClusterStore;
 
@@ -70,6 +71,9 @@ impl RedisStore {
     /// when redis-rs is built with TLS). Connections are made lazily: this
     /// fails only on a malformed URL (an error naming `url`), not when Redis
     /// is down.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `url` when it is not a Redis URL.
     pub fn from_url(url: &str) -> Result<Self, ConfigError> {
         let client = redis::Client::open(url)
             .map_err(|e| ConfigError::new("url", format!("not a Redis URL: {e}")))?;
