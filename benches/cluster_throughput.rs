@@ -92,7 +92,7 @@ async fn main() {
 
     println!(
         "nproc {}, {} tasks, {} runs of {} s, cluster nodes {}, single {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
         a.tasks,
         a.runs,
         a.secs,

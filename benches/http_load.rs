@@ -91,7 +91,7 @@ impl Opts {
                             .split(',')
                             .map(String::from)
                             .collect(),
-                    )
+                    );
                 }
                 "--bench" => {}
                 other => panic!(
@@ -337,7 +337,9 @@ fn main() {
                 let (rps, ok, limited, other, client_cpu) = if *gen == "inrepo" {
                     let (n, ok, lim, oth) = client_rt.block_on(inrepo(addr, opts.conns, time));
                     let secs = started.elapsed().as_secs_f64();
-                    let cli = support::threads_cpu("cli").unwrap_or_default() - cli0;
+                    let cli = support::threads_cpu("cli")
+                        .unwrap_or_default()
+                        .saturating_sub(cli0);
                     (n as f64 / secs, ok as f64, lim as f64, oth as f64, cli)
                 } else {
                     let (rps, non2xx, cpu) = wrk(addr, opts.conns, opts.secs, &script)
@@ -345,9 +347,13 @@ fn main() {
                     (rps, rps * opts.secs - non2xx, non2xx, 0.0, cpu)
                 };
                 let secs = started.elapsed().as_secs_f64();
-                let srv = support::threads_cpu("srv").unwrap_or_default() - srv0;
+                let srv = support::threads_cpu("srv")
+                    .unwrap_or_default()
+                    .saturating_sub(srv0);
                 let io = support::threads_syscalls("srv").unwrap_or_default();
-                let red = support::process_cpu(redis_pid).unwrap_or_default() - red0;
+                let red = support::process_cpu(redis_pid)
+                    .unwrap_or_default()
+                    .saturating_sub(red0);
                 let reqs = (rps * secs).max(1.0);
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / reqs;
                 let run = Run {

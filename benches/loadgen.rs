@@ -115,13 +115,13 @@ impl Opts {
                             .split(',')
                             .map(String::from)
                             .collect(),
-                    )
+                    );
                 }
                 "--latency-at" => {
                     o.latency_at = args
                         .next()
                         .and_then(|n| n.parse().ok())
-                        .expect("--latency-at 0.5")
+                        .expect("--latency-at 0.5");
                 }
                 "--bench" => {} // passed by `cargo bench`, if run that way
                 other => {

@@ -1,3 +1,5 @@
+// `criterion_group!` makes a public function without docs.
+#![allow(missing_docs)]
 //! In-memory decisions per key: floodgate's six algorithms on `MemoryStore`
 //! against governor's keyed GCRA limiter, in the same run.
 //!
@@ -138,7 +140,7 @@ fn router(layer: bool) -> App {
     App(std::sync::Mutex::new(if layer {
         let limiter = Limiter::new(
             MemoryStore::new(),
-            Gcra::new(LIMIT as u64, Duration::from_secs(1)),
+            Gcra::new(u64::from(LIMIT), Duration::from_secs(1)),
         );
         hello.layer(RateLimitLayer::new(
             limiter,
@@ -168,7 +170,7 @@ fn run<D: Decider + ?Sized>(d: &D, keys: &[String], start: usize, n: u64) -> u64
     let mut admitted = 0;
     let mut i = start % keys.len();
     for _ in 0..n {
-        admitted += d.decide(black_box(&keys[i])) as u64;
+        admitted += u64::from(d.decide(black_box(&keys[i])));
         i += 1;
         if i == keys.len() {
             i = 0;
@@ -220,7 +222,7 @@ fn timed<D: Decider + ?Sized>(
 /// Every contender, floodgate's six then governor.
 fn contenders() -> Vec<(&'static str, Box<dyn DynDecider>)> {
     let s = Duration::from_secs(1);
-    let l = LIMIT as u64;
+    let l = u64::from(LIMIT);
     vec![
         (
             "fixed_window",
@@ -287,13 +289,13 @@ fn criterion_benches(c: &mut Criterion) {
                         let k = &keys[i];
                         i = if i + 1 == keys.len() { 0 } else { i + 1 };
                         d.one(black_box(k))
-                    })
+                    });
                 } else {
                     // Time per decision at the combined rate of both threads.
                     b.iter_custom(|iters| {
                         let per = iters.div_ceil(threads as u64);
                         d.timed(&keys, threads, per).0
-                    })
+                    });
                 }
             });
         }
@@ -309,7 +311,7 @@ fn criterion_benches(c: &mut Criterion) {
                 let k = &keys[i];
                 i = if i + 1 == keys.len() { 0 } else { i + 1 };
                 d.one(black_box(k))
-            })
+            });
         });
     }
     group.finish();
@@ -340,7 +342,7 @@ fn ratio_table(rounds: usize, per_thread: u64, filter: Option<&str>) {
         "## floodgate MemoryStore vs governor keyed, ns per decision \
          (median of {rounds} interleaved rounds, {per_thread} decisions per thread per round, \
          {KEYS} keys, nproc {}, load average {})",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
         std::fs::read_to_string("/proc/loadavg")
             .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
             .unwrap_or_default()

@@ -48,6 +48,7 @@ async fn library_name(conn: &mut redis::aio::MultiplexedConnection) -> String {
 }
 
 #[tokio::main]
+#[allow(clippy::many_single_char_names)] // a, l, k, c, f: the run's handles
 async fn main() {
     let a = RunArgs::parse(true);
     let server = std::env::var("REDIS_URL").is_err().then(Redis::start);
@@ -77,7 +78,7 @@ async fn main() {
 
     println!(
         "nproc {}, {} tasks, {} runs of {} s, redis {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
         a.tasks,
         a.runs,
         a.secs,

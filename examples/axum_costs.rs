@@ -44,6 +44,9 @@ pub enum Plan {
 }
 
 /// The limits of a plan: a budget with bursts, and a daily quota.
+///
+/// # Errors
+/// None with these names and numbers; `try_with` checks them.
 pub fn limits(plan: Plan) -> Result<Limits, ConfigError> {
     let (burst, per_sec, day) = match plan {
         Plan::Free => (100, 10.0, 5_000),
@@ -65,6 +68,9 @@ async fn auth(mut req: Request, next: Next) -> axum::response::Response {
 }
 
 /// The app over `store`; the tests build it too.
+///
+/// # Errors
+/// None with these settings; the builders check them.
 pub fn app(store: Store) -> Result<Router, ConfigError> {
     let budget = Limiter::builder(store.clone(), limits(Plan::Free)?)
         .name("api-key")

@@ -18,6 +18,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The store: Redis when `REDIS_URL` is set, else in memory.
+///
+/// # Errors
+/// When `REDIS_URL` is not a Redis URL.
 pub fn store_from_env() -> Result<Store, Box<dyn std::error::Error>> {
     Ok(match std::env::var("REDIS_URL") {
         Ok(url) => RedisStore::from_url(&url)?.into(),
@@ -26,6 +29,9 @@ pub fn store_from_env() -> Result<Store, Box<dyn std::error::Error>> {
 }
 
 /// The app: one route, limited per client IP.
+///
+/// # Panics
+/// Never: the limiter's settings are valid.
 pub fn app(store: Store) -> Router {
     let limiter = Limiter::builder(store, Gcra::new(10, Duration::from_secs(1)))
         .name("per-ip")

@@ -21,6 +21,9 @@ use std::time::Duration;
 
 /// Install the Prometheus recorder. Do it before building limiters: each
 /// registers its counters once, when built.
+///
+/// # Panics
+/// When another metrics recorder is installed already.
 pub fn install() -> PrometheusHandle {
     PrometheusBuilder::new()
         .install_recorder()
@@ -28,6 +31,9 @@ pub fn install() -> PrometheusHandle {
 }
 
 /// The app: `/` limited per client IP, `/metrics` not limited.
+///
+/// # Panics
+/// Never: the limiter's settings are valid.
 pub fn app(store: Store, metrics: PrometheusHandle) -> Router {
     let limiter = Limiter::builder(store, Gcra::new(10, Duration::from_secs(1)))
         .name("per-ip")

@@ -19,6 +19,8 @@
 //! `pb/helloworld.rs` is the code generated from `pb/helloworld.proto`.
 
 #[cfg(feature = "grpc")]
+// Generated code, left as generated: not held to the crate\'s lints.
+#[allow(clippy::pedantic)]
 mod pb {
     include!("pb/helloworld.rs");
 }

@@ -20,6 +20,7 @@ use floodgate::key::{BrokenChain, ClientIp, Header, KeyExtractor, PeerIp, ProxyH
 use floodgate::store::MemoryStore;
 use floodgate::Limiter;
 use http::{HeaderName, HeaderValue, Request};
+use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
 /// Bytes from here up are tokens.
@@ -189,7 +190,7 @@ fn request(peer: Option<&str>, headers: &[(HeaderName, HeaderValue)]) -> Request
 fn trusted_by_address(ip: IpAddr, loopback: bool, private: bool) -> bool {
     let ip = match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
+        IpAddr::V4(_) => ip,
     };
     let private_net = match ip {
         IpAddr::V4(v4) => v4.is_private(),
@@ -370,7 +371,10 @@ pub fn storage_key(data: &[u8], storage_key: fn(&str, &str, &str, &str) -> Strin
     let a = String::from_utf8_lossy(&all[..cut]).into_owned();
     let b = String::from_utf8_lossy(&all[cut..]).into_owned();
     // Percent-encoded, the way the escaping writes bytes: must not collide.
-    let c: String = a.bytes().map(|x| format!("%{x:02X}")).collect();
+    let c = a.bytes().fold(String::new(), |mut c, x| {
+        let _ = write!(c, "%{x:02X}");
+        c
+    });
     let head = "fz:n:tb:{";
     let keys: Vec<String> = [&a, &b, &c]
         .iter()

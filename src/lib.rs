@@ -25,6 +25,29 @@
 //!     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
 //! ```
 
+// Getters and builders whose result is obviously used: `#[must_use]` on each
+// would be noise. Methods returning `Self`, and the layer and extractor types,
+// are `#[must_use]`. (Here rather than in Cargo.toml, so that it holds even
+// when clippy is run with `-W clippy::pedantic`.)
+#![allow(clippy::must_use_candidate)]
+// Cargo.toml allows these for tests and benchmarks (see the reasons there);
+// the library keeps them: only algorithm/ allows the casts again, for its
+// Lua-exact arithmetic.
+#![warn(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::too_many_lines,
+    clippy::items_after_statements,
+    clippy::needless_pass_by_value,
+    clippy::float_cmp,
+    clippy::struct_excessive_bools,
+    clippy::unused_self,
+    clippy::default_trait_access,
+    clippy::unnecessary_wraps
+)]
+
 pub mod algorithm;
 pub mod clock;
 pub mod concurrency;

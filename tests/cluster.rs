@@ -367,7 +367,7 @@ async fn under_load_failover_keeps_the_limit_and_resumes_by_itself() {
     // then watch one more second.
     tokio::time::sleep(Duration::from_millis(600)).await;
     let resumed = load.counts();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     load.stop(tasks).await;
     let end = load.counts();
     let late = (end.calls - resumed.calls, end.degraded - resumed.degraded);

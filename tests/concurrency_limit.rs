@@ -126,7 +126,7 @@ async fn the_layer_holds_a_slot_until_the_response_ends() {
                 app.into_make_service_with_connect_info::<SocketAddr>(),
             )
             .await
-            .unwrap()
+            .unwrap();
         });
         let client = reqwest::Client::new();
         let mut first = tokio::spawn(client.get(&base).send());

@@ -123,8 +123,9 @@ fn never_denies_what_the_store_would_admit() {
     run((1..10u64, 50..1500u64)
         .prop_flat_map(|(l, w)| (Just(SlidingWindow::new(l, ms(w))), ops(l))));
     run((1..10u64, 1..40u32)
-        .prop_flat_map(|(c, r)| (Just(TokenBucket::new(c, r as f64 / 3.0)), ops(c))));
-    run((1..10u64, 1..40u32).prop_flat_map(|(c, r)| (Just(LeakyBucket::new(c, r as f64)), ops(c))));
+        .prop_flat_map(|(c, r)| (Just(TokenBucket::new(c, f64::from(r) / 3.0)), ops(c))));
+    run((1..10u64, 1..40u32)
+        .prop_flat_map(|(c, r)| (Just(LeakyBucket::new(c, f64::from(r))), ops(c))));
     run((1..10u64, 50..1500u64, 1..10u64)
         .prop_flat_map(|(l, p, b)| (Just(Gcra::new(l, ms(p)).try_burst(b).unwrap()), ops(b))));
     run((1..6u64, 2..10u64).prop_flat_map(|(a, b)| {

@@ -36,7 +36,9 @@ const RESUME: Duration = Duration::from_secs(1);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn runtime() -> Runtime {
@@ -189,8 +191,7 @@ fn commandstat(server: &RedisServer, command: &str) -> u64 {
     let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
         .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .map(|rest| rest.split(',').next().unwrap().parse().unwrap())
-        .unwrap_or(0)
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
 }
 
 /// Kill Redis under load, restart it on the same port; `check` says what a
@@ -204,7 +205,7 @@ fn kill_and_restart(name: &str, policy: FailurePolicy, check: impl Fn(&Decision)
     std::thread::sleep(Duration::from_millis(500));
     server.kill();
     let dead = Instant::now();
-    std::thread::sleep(Duration::from_millis(1000));
+    std::thread::sleep(Duration::from_secs(1));
     let restarting = Instant::now();
     server.restart();
     let back = Instant::now();
@@ -216,7 +217,7 @@ fn kill_and_restart(name: &str, policy: FailurePolicy, check: impl Fn(&Decision)
     assert_bounded(&recs);
     assert!(
         recs.iter()
-            .all(|r| !r.degraded() || r.end() >= dead - TIMEOUT - MARGIN),
+            .all(|r| !r.degraded() || r.end() + TIMEOUT + MARGIN >= dead),
         "nothing degraded before the kill"
     );
     let during: Vec<_> = recs
@@ -410,7 +411,7 @@ fn paused_redis_answers_by_policy_and_resumes() {
         let d = r.outcome.unwrap();
         assert!(!d.allowed && d.retry_after.is_some(), "fail closed: {d:?}");
         assert!(
-            r.start >= paused - MARGIN,
+            r.start >= paused.checked_sub(MARGIN).unwrap_or(paused),
             "nothing degraded before the pause"
         );
     }
@@ -451,7 +452,8 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
             let took = start.elapsed();
             assert!(d.degraded && d.allowed);
             assert!(
-                took >= TIMEOUT - Duration::from_millis(5) && took <= TIMEOUT + MARGIN,
+                took >= TIMEOUT.saturating_sub(Duration::from_millis(5))
+                    && took <= TIMEOUT + MARGIN,
                 "a timeout: {took:?}"
             );
         }

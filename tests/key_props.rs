@@ -114,7 +114,7 @@ fn any_ip() -> impl Strategy<Value = IpAddr> {
     ]
 }
 
-/// An address in 10.0.0.0/8 or fd00::/8: what the proxies use.
+/// An address in 10.0.0.0/8 or `fd00::/8`: what the proxies use.
 fn proxy_ip() -> impl Strategy<Value = IpAddr> {
     prop_oneof![
         any::<u32>().prop_map(|a| IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (a & 0x00ff_ffff)))),
@@ -122,7 +122,7 @@ fn proxy_ip() -> impl Strategy<Value = IpAddr> {
     ]
 }
 
-/// An address in 203.0.113.0/24 or 2001:db8:c::/48: the real client.
+/// An address in 203.0.113.0/24 or `2001:db8:c::/48`: the real client.
 fn client_ip() -> impl Strategy<Value = IpAddr> {
     prop_oneof![
         any::<u8>().prop_map(|a| IpAddr::V4(Ipv4Addr::new(203, 0, 113, a))),

@@ -8,6 +8,8 @@
 
 mod common;
 
+// Generated code, left as generated: not held to the crate\'s lints.
+#[allow(clippy::pedantic)]
 mod pb {
     include!("../examples/pb/helloworld.rs");
 }
@@ -73,7 +75,7 @@ async fn serve_axum(app: axum::Router) -> SocketAddr {
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .await
-        .unwrap()
+        .unwrap();
     });
     addr
 }

@@ -6,7 +6,7 @@
 //! again on one ignored test), so that the other tests of this file, running
 //! in parallel threads, do not blur the numbers. Each of N distinct keys
 //! (`user0`, `user1`, …) is charged once at one frozen instant, so nothing
-//! expires. Measured on Linux x86_64, glibc malloc (BENCHMARKS.md, "Memory
+//! expires. Measured on Linux `x86_64`, glibc malloc (BENCHMARKS.md, "Memory
 //! store under a key spray"):
 //!
 //! | state per key | 200 000 keys (debug) | 1 000 000 keys (release) | asserted |
@@ -303,7 +303,7 @@ fn new_keys_cost_the_same_when_the_store_is_full() {
                         .allowed
                 );
             }
-        })
+        });
     };
     // Past the bound: every shard is full and must evict for each new key.
     spray(MAX as u64 * 3 / 2);

@@ -28,7 +28,7 @@ async fn counters_and_latency_histogram_reach_prometheus() {
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .await
-        .unwrap()
+        .unwrap();
     });
     let mut denied = 0;
     for _ in 0..14 {

@@ -199,7 +199,7 @@ impl Fixture {
                 app.into_make_service_with_connect_info::<SocketAddr>(),
             )
             .await
-            .unwrap()
+            .unwrap();
         });
         Self {
             entry,
@@ -479,7 +479,9 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[test]
 fn a_paused_redis_is_answered_by_policy_within_the_timeout_and_resumes() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let server = RedisServer::start();
     let rt = runtime();
     let all = rt.block_on(fixtures(&server));
@@ -493,7 +495,9 @@ fn a_paused_redis_is_answered_by_policy_within_the_timeout_and_resumes() {
 
 #[test]
 fn a_killed_redis_is_answered_by_policy_within_the_timeout_and_resumes_after_a_restart() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut server = RedisServer::start();
     let rt = runtime();
     let all = rt.block_on(fixtures(&server));

@@ -121,7 +121,7 @@ async fn headers_list_every_policy_and_report_the_most_restrictive() {
         let base = serve(app).await;
         let res = reqwest::get(&base).await.unwrap();
         let policies = items(&res, "ratelimit-policy");
-        let names: Vec<&str> = policies.iter().map(|p| p.name()).collect();
+        let names: Vec<&str> = policies.iter().map(common::sf::Item::name).collect();
         assert_eq!(names, ["burst", "hour"]);
         assert_eq!((policies[1].int("q"), policies[1].int("w")), (3, 3600));
         let rl = items(&res, "ratelimit");

@@ -64,7 +64,7 @@ fn spans(store: Store, level: Level) -> Vec<&'static str> {
                 .unwrap();
             limiter.check("ana", 1).await.unwrap();
             limiter.check_all("ana", 1).await.unwrap();
-        })
+        });
     });
     let names = names.lock().unwrap().clone();
     names

@@ -432,7 +432,7 @@ fn retry_after_rounds_up() {
         (Duration::from_nanos(1), 1),
         (Duration::from_millis(1), 1),
         (Duration::from_millis(999), 1),
-        (Duration::from_millis(1_000), 1),
+        (Duration::from_secs(1), 1),
         (Duration::from_millis(1_001), 2),
         (Duration::from_secs(3_600), 3_600),
         (Duration::MAX, u64::MAX),

@@ -231,13 +231,14 @@ fn cpu_of_stat(stat: &str) -> Option<Duration> {
 /// `/proc/loadavg`'s first three fields: how busy the machine was (other
 /// processes share the cores with the measurement).
 pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
+    std::fs::read_to_string("/proc/loadavg").map_or_else(
+        |_| "?".into(),
+        |l| l.split(' ').take(3).collect::<Vec<_>>().join(" "),
+    )
 }
 
 pub fn nproc() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get())
+    std::thread::available_parallelism().map_or(0, std::num::NonZero::get)
 }
 
 pub fn median(v: &[f64]) -> f64 {
@@ -245,12 +246,12 @@ pub fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
-    v.sort_by(|a, b| a.total_cmp(b));
+    v.sort_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {
         v[n / 2]
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        f64::midpoint(v[n / 2 - 1], v[n / 2])
     }
 }
 
@@ -283,7 +284,7 @@ impl RunArgs {
                 "--secs" => a.secs = value().parse().expect("--secs S"),
                 "--runs" => a.runs = value().parse().expect("--runs N"),
                 "--connections" if connections => {
-                    a.connections = Some(value().parse().expect("--connections N"))
+                    a.connections = Some(value().parse().expect("--connections N"));
                 }
                 "--bench" => {}
                 other => panic!(
@@ -371,7 +372,7 @@ pub fn int(x: f64) -> String {
     if !x.is_finite() {
         return "–".into();
     }
-    let s = format!("{:.0}", x);
+    let s = format!("{x:.0}");
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         if i > 0 && (s.len() - i) % 3 == 0 {

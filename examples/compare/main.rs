@@ -18,10 +18,13 @@
 mod charts;
 
 use charts::{Figure, Panel};
-use floodgate::algorithm::*;
+use floodgate::algorithm::{
+    Algorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
+};
 use floodgate::clock::ManualClock;
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::{Decision, Limiter};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -145,7 +148,7 @@ impl Outcome {
             self.worst.0
         );
         if let Some(q) = &self.queue {
-            c += &format!(" (queue out: {})", q.worst);
+            let _ = write!(c, " (queue out: {})", q.worst);
         }
         c
     }
@@ -302,15 +305,12 @@ impl Options {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let opts = Options::from_args();
     let mut run = Run::new()?;
-    let store = match &run.redis_url {
-        Some(url) => {
-            println!("store: Redis at {url}\n");
-            "Redis"
-        }
-        None => {
-            println!("store: in memory (set REDIS_URL to run on Redis)\n");
-            "the in-memory store"
-        }
+    let store = if let Some(url) = &run.redis_url {
+        println!("store: Redis at {url}\n");
+        "Redis"
+    } else {
+        println!("store: in memory (set REDIS_URL to run on Redis)\n");
+        "the in-memory store"
     };
     let subtitle = format!(
         "Limit 10 per second for all six (token and leaky bucket: capacity 10 at 10/s; GCRA: \

@@ -148,7 +148,7 @@ pub mod greeter_server {
         clippy::let_unit_value
     )]
     use tonic::codegen::*;
-    /// Generated trait containing gRPC methods that should be implemented for use with GreeterServer.
+    /// Generated trait containing gRPC methods that should be implemented for use with `GreeterServer`.
     #[async_trait]
     pub trait Greeter: std::marker::Send + std::marker::Sync + 'static {
         /// Answers a greeting for `name`.

@@ -168,7 +168,9 @@ impl RedisCluster {
     /// tests that neither change the topology nor read whole-node counts.
     pub fn shared() -> Arc<Self> {
         static SHARED: Mutex<Weak<RedisCluster>> = Mutex::new(Weak::new());
-        let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = SHARED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(c) = slot.upgrade() {
             return c;
         }
@@ -317,7 +319,7 @@ impl RedisCluster {
             .filter(|n| n.primary && !n.failed && !n.slots.is_empty())
             .map(|n| n.port)
             .collect();
-        p.sort();
+        p.sort_unstable();
         p
     }
 
@@ -360,8 +362,7 @@ impl RedisCluster {
         self.topology()
             .into_iter()
             .find(|n| n.primary && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b))
-            .map(|n| n.port)
-            .unwrap_or_else(|| panic!("no primary serves slot {slot}"))
+            .map_or_else(|| panic!("no primary serves slot {slot}"), |n| n.port)
     }
 
     /// Wait until every running node says `cluster_state:ok` with all slots

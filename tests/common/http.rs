@@ -14,7 +14,7 @@ pub async fn serve(app: axum::Router) -> String {
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .await
-        .unwrap()
+        .unwrap();
     });
     format!("http://{addr}")
 }

@@ -55,7 +55,7 @@ impl RedisServer {
             dir,
             child: None,
             reaper: None,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
+            extra: extra.iter().map(std::string::ToString::to_string).collect(),
         };
         s.spawn();
         s
@@ -106,7 +106,7 @@ impl RedisServer {
                     return;
                 }
             }
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(std::process::Child::try_wait) {
                 panic!(
                     "redis-server on port {} exited at start: {status}",
                     self.port

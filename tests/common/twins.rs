@@ -167,7 +167,7 @@ pub fn rate() -> impl Strategy<Value = f64> {
         Just(10.0),
         Just(1.0 / 3.0),
         0.5..200.0f64,
-        (1..100u32).prop_map(|n| n as f64 / 7.0)
+        (1..100u32).prop_map(|n| f64::from(n) / 7.0)
     ]
 }
 
