@@ -11,7 +11,7 @@
 //!
 //! * an invalid constant of each algorithm (`const A: Gcra = Gcra::new(0, ..)`),
 //!   one block per type: `src/guide/configuration.rs` (and
-//!   `src/algorithm/fixed_window.rs` for `FixedWindow`);
+//!   `src/algorithm/windows.rs` for `FixedWindow`);
 //! * `const B: CircuitBreaker = CircuitBreaker::new(0, ..)`:
 //!   `src/guide/configuration.rs` and `src/failure/breaker.rs`;
 //! * `Limits::new()` without a limit: `src/guide/configuration.rs` and
