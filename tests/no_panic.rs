@@ -68,7 +68,9 @@ use std::time::Duration;
 use tower::ServiceExt;
 
 const MAX: u64 = 1 << 40;
+#[allow(clippy::cast_precision_loss, reason = "2^40 is exact in f64")]
 const MIN_RATE: f64 = 1000.0 / MAX as f64;
+#[allow(clippy::cast_precision_loss, reason = "2^40 is exact in f64")]
 const MAX_RATE: f64 = MAX as f64 * 1000.0;
 /// The virtual schedule's tolerance (`EPS` in `src/algorithm/gcra.rs`).
 const EPS_MS: f64 = 1e-6;
@@ -225,6 +227,10 @@ impl Traits {
     }
 
     /// A virtual schedule of `units` at once, each taking `interval_ms`.
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "as the crate computes it, in f64"
+    )]
     fn schedule(units: u64, interval_ms: f64, delays: bool) -> Traits {
         Traits {
             exact: interval_ms > EPS_MS,
@@ -279,6 +285,10 @@ fn leaky_bucket() -> impl Strategy<Value = Gen<LeakyBucket>> + Clone {
     })
 }
 
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "the interval as the crate computes it, in f64"
+)]
 fn gcra() -> impl Strategy<Value = Gen<Gcra>> + Clone {
     (count(), window_ms(), prop::option::of(count())).prop_map(|(l, p, b)| {
         let burst = b.unwrap_or(l);
@@ -562,20 +572,20 @@ async fn limiter_ops<A: Algorithm>(env: &Env, c: &LimiterCase, own: A, other: A)
         match *op {
             Op::Time(t) => t.apply(&env.clock),
             Op::Check(k, cost) => {
-                charged(&ok(op, limiter.check(key(k), cost).await)?, cost, exact)?
+                charged(&ok(op, limiter.check(key(k), cost).await)?, cost, exact)?;
             }
             Op::CheckAll(k, cost) => {
-                charged_all(&ok(op, limiter.check_all(key(k), cost).await)?, cost, exact)?
+                charged_all(&ok(op, limiter.check_all(key(k), cost).await)?, cost, exact)?;
             }
             Op::CheckWith(k, cost) => {
                 let ds = ok(op, limiter.check_with(key(k), cost, &other).await)?;
-                charged_all(&ds, cost, exact)?
+                charged_all(&ds, cost, exact)?;
             }
             Op::Peek(k) => sane(&ok(op, limiter.peek(key(k)).await)?, exact)?,
             Op::Refund(k, cost) => refunded(&ok(op, limiter.refund(key(k), cost).await)?, exact)?,
             Op::RefundWith(k, cost) => {
                 let d = ok(op, limiter.refund_with(key(k), cost, &other).await)?;
-                refunded(&d, exact)?
+                refunded(&d, exact)?;
             }
             Op::Acquire(k) => match ok(op, leases.acquire(key(k)).await)? {
                 Ok(lease) => {
@@ -735,6 +745,10 @@ fn req() -> BoxedStrategy<Req> {
 }
 
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one switch of the layers"
+)]
 struct LayerCase {
     algs: Algs,
     key: AnyKey,
