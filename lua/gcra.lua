@@ -7,7 +7,8 @@
 -- at any clock.
 -- `queue` reports the leaky bucket's delay: the time until what is ahead of
 -- an admitted request has drained.
--- EPS: a ns of float rounding never costs a request.
+-- EPS: a ns of float rounding never costs a request; for units shorter
+-- than 1 ms, a millionth of a unit, so that it never buys one either.
 local EPS = 1e-6
 -- 'backlog:ts', in one format call when both are whole.
 local function vs_state(b, ts)
@@ -16,6 +17,8 @@ local function vs_state(b, ts)
 end
 local function virtual_schedule(o, key, burst, interval, refund, queue)
   local tau = burst * interval
+  local eps = EPS
+  if interval < 1 then eps = EPS * interval end
   local backlog, ts = 0, now
   local v = call('GET', key)
   if v then
@@ -28,20 +31,20 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
   if ts < now then ts = now end
   if refund then
     local b = max(0, backlog - cost * interval)
-    put(o, 1, burst, floor((tau - b + EPS) / interval), b, nil, 0)
+    put(o, 1, burst, floor((tau - b + eps) / interval), b, nil, 0)
     if b ~= backlog then return vs_state(b, ts), ceil(b) + SLACK end
     return
   end
   local after = backlog + cost * interval
-  if cost > 0 and after - tau > EPS then
+  if cost > 0 and after - tau > eps then
     local retry = nil
     if cost <= burst then retry = after - tau end
-    put(o, 0, burst, floor((tau - backlog + EPS) / interval), backlog, retry, 0)
+    put(o, 0, burst, floor((tau - backlog + eps) / interval), backlog, retry, 0)
     return
   end
   local delay = 0
   if queue then delay = backlog end
-  put(o, 1, burst, floor((tau - after + EPS) / interval), after, nil, delay)
+  put(o, 1, burst, floor((tau - after + eps) / interval), after, nil, delay)
   if cost > 0 then return vs_state(after, ts), ceil(after) + SLACK end
 end
 

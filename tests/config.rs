@@ -107,12 +107,12 @@ mod algorithms {
     const AT_MOST_2_40_MS: &str = "must be at most 2^40 ms (about 34 years)";
 
     /// The bounds of a `(count, window)` algorithm whose fields are named
-    /// `count` and `window`. Values at the top of one range go with the
-    /// bottom of the other, which every such type accepts (a sliding log
-    /// also bounds their product).
+    /// `count` and `window`, whose count goes up to `most`. Values at the top
+    /// of one range go with the bottom of the other, which every such type
+    /// accepts (a sliding log also bounds their product).
     fn count_and_window<T: Debug + PartialEq>(
         ctors: Ctors<u64, Duration, T>,
-        count: &str,
+        (count, most): (&str, u64),
         window: &str,
     ) {
         // The count: 1 to 2^40.
@@ -120,7 +120,7 @@ mod algorithms {
         invalid(ctors, (MAX + 1, MS), count, AT_MOST_2_40);
         invalid(ctors, (u64::MAX, MS), count, AT_MOST_2_40);
         valid(ctors, (1, SEC));
-        valid(ctors, (MAX, MS));
+        valid(ctors, (most, MS));
         // The window: whole ms, 1 ms to 2^40 ms.
         invalid(ctors, (1, Duration::ZERO), window, AT_LEAST_1_MS);
         invalid(ctors, (1, Duration::from_nanos(1)), window, WHOLE_MS);
@@ -144,7 +144,11 @@ mod algorithms {
 
     #[test]
     fn fixed_window() {
-        count_and_window((FixedWindow::try_new, FixedWindow::new), "limit", "window");
+        count_and_window(
+            (FixedWindow::try_new, FixedWindow::new),
+            ("limit", MAX),
+            "window",
+        );
         valid((FixedWindow::try_new, FixedWindow::new), (MAX, ms(MAX)));
     }
 
@@ -152,7 +156,7 @@ mod algorithms {
     fn sliding_window() {
         count_and_window(
             (SlidingWindow::try_new, SlidingWindow::new),
-            "limit",
+            ("limit", MAX),
             "window",
         );
         valid((SlidingWindow::try_new, SlidingWindow::new), (MAX, ms(MAX)));
@@ -161,29 +165,26 @@ mod algorithms {
     #[test]
     fn sliding_log() {
         let ctors: Ctors<u64, Duration, SlidingLog> = (SlidingLog::try_new, SlidingLog::new);
-        count_and_window(ctors, "limit", "window");
-        // limit × window (ms) at most 2^50.
+        count_and_window(ctors, ("limit", MAX_LOG), "window");
+        // At most 2^16 entries: one per unit admitted.
+        let entries = "must be at most 2^16 for a sliding log (one entry per unit admitted): above, use a sliding window";
+        invalid(ctors, (MAX_LOG + 1, MS), "limit", entries);
+        invalid(ctors, (MAX, MS), "limit", entries);
+        // limit × window (ms) below 2^50.
         let product = "limit × window (ms) must stay below 2^50 for a sliding log";
-        valid(ctors, (MAX, ms(1 << 10)));
-        invalid(ctors, (MAX, ms((1 << 10) + 1)), "limit", product);
-        valid(ctors, (1 << 10, ms(MAX)));
-        invalid(ctors, (MAX, ms(MAX)), "limit", product);
-        invalid(ctors, ((1 << 10) + 1, ms(MAX)), "limit", product);
-        valid(ctors, (1 << 25, ms((1 << 25) - 1)));
-        invalid(ctors, (1 << 25, ms((1 << 25) + 1)), "limit", product);
-        // The message says "below 2^50" but the check is `> 2^50`: a
-        // product of exactly 2^50 is accepted (see the report on this test).
-        valid(ctors, (1 << 25, ms(1 << 25)));
-        valid(ctors, (MAX, ms(1 << 10)));
+        valid(ctors, (MAX_LOG, ms((1 << 34) - 1)));
+        invalid(ctors, (MAX_LOG, ms(1 << 34)), "limit", product);
+        valid(ctors, ((1 << 10) - 1, ms(MAX)));
+        invalid(ctors, (1 << 10, ms(MAX)), "limit", product);
         // Each field's own bound comes first.
         invalid(ctors, (MAX + 1, ms(MAX)), "limit", AT_MOST_2_40);
-        invalid(ctors, (MAX, ms(MAX + 1)), "window", AT_MOST_2_40_MS);
+        invalid(ctors, (MAX_LOG, ms(MAX + 1)), "window", AT_MOST_2_40_MS);
     }
 
     #[test]
     fn gcra() {
         let ctors: Ctors<u64, Duration, Gcra> = (Gcra::try_new, Gcra::new);
-        count_and_window(ctors, "limit", "period");
+        count_and_window(ctors, ("limit", MAX), "period");
         valid(ctors, (MAX, ms(MAX)));
 
         let steady = Gcra::new(10, SEC);
@@ -196,7 +197,12 @@ mod algorithms {
             "invalid `burst`: must be at most 2^40"
         );
         rejected(steady.try_burst(u64::MAX), "burst");
-        for n in [1, 10, MAX] {
+        // The schedule: burst × period / limit (100 ms) at most 2^40 ms.
+        assert_eq!(
+            rejected(steady.try_burst(MAX / 100 + 1), "burst").to_string(),
+            "invalid `burst`: burst × period / limit must be at most 2^40 ms"
+        );
+        for n in [1, 10, MAX / 100] {
             assert_eq!(
                 steady.try_burst(n).unwrap().quota(),
                 steady.quota(),
@@ -214,7 +220,11 @@ mod algorithms {
         invalid(ctors, (MAX + 1, 1.0), "capacity", AT_MOST_2_40);
         invalid(ctors, (u64::MAX, 1.0), "capacity", AT_MOST_2_40);
         valid(ctors, (1, 1.0));
-        valid(ctors, (MAX, 1.0));
+        // The time to refill or drain fully, at most 2^40 ms.
+        let long = "the time to refill or drain fully (capacity / rate) must be at most 2^40 ms";
+        valid(ctors, (MAX, 1000.0));
+        invalid(ctors, (MAX, 1000.0_f64.next_down()), "capacity", long);
+        invalid(ctors, (2, MIN_RATE), "capacity", long);
 
         let not_positive = "must be a finite number above 0";
         for r in [
@@ -239,6 +249,8 @@ mod algorithms {
         }
         for r in [MIN_RATE, 0.5, 1.0, 1e6, MAX_RATE] {
             valid(ctors, (1, r));
+        }
+        for r in [1e3, 1e6, MAX_RATE] {
             valid(ctors, (MAX, r));
         }
         // Both wrong: the capacity is named.
@@ -276,7 +288,7 @@ mod algorithms {
     #[should_panic(expected = "invalid `limit`: limit × window (ms) must stay below 2^50")]
     fn new_panics_naming_the_sliding_log_product() {
         let window = std::hint::black_box(ms(MAX));
-        let _ = SlidingLog::new(MAX, window);
+        let _ = SlidingLog::new(MAX_LOG, window);
     }
 
     #[test]

@@ -263,25 +263,21 @@ fn sliding_window() -> impl Strategy<Value = Gen<SlidingWindow>> + Clone {
 fn sliding_log() -> impl Strategy<Value = Gen<SlidingLog>> + Clone {
     (count(), window_ms()).prop_map(|(l, w)| {
         let l = l.min(SLIDING_LOG_MAX);
-        (SlidingLog::new(l, ms(w.min((1 << 50) / l))), PLAIN)
+        (SlidingLog::new(l, ms(w.min(((1 << 50) - 1) / l))), PLAIN)
     })
 }
 
 fn token_bucket() -> impl Strategy<Value = Gen<TokenBucket>> + Clone {
-    (count(), rate()).prop_map(|(c, r)| {
-        (
-            TokenBucket::new(c, r),
-            Traits::schedule(c, 1000.0 / r, false),
-        )
+    (count(), rate()).prop_filter_map("refills within 2^40 ms", |(c, r)| {
+        let t = TokenBucket::try_new(c, r).ok()?;
+        Some((t, Traits::schedule(c, 1000.0 / r, false)))
     })
 }
 
 fn leaky_bucket() -> impl Strategy<Value = Gen<LeakyBucket>> + Clone {
-    (count(), rate()).prop_map(|(c, r)| {
-        (
-            LeakyBucket::new(c, r),
-            Traits::schedule(c, 1000.0 / r, true),
-        )
+    (count(), rate()).prop_filter_map("drains within 2^40 ms", |(c, r)| {
+        let t = LeakyBucket::try_new(c, r).ok()?;
+        Some((t, Traits::schedule(c, 1000.0 / r, true)))
     })
 }
 
@@ -290,10 +286,11 @@ fn leaky_bucket() -> impl Strategy<Value = Gen<LeakyBucket>> + Clone {
     reason = "the interval as the crate computes it, in f64"
 )]
 fn gcra() -> impl Strategy<Value = Gen<Gcra>> + Clone {
-    (count(), window_ms(), prop::option::of(count())).prop_map(|(l, p, b)| {
+    let gcra = (count(), window_ms(), prop::option::of(count()));
+    gcra.prop_filter_map("a schedule within 2^40 ms", |(l, p, b)| {
         let burst = b.unwrap_or(l);
-        let g = Gcra::new(l, ms(p)).try_burst(burst).unwrap();
-        (g, Traits::schedule(burst, p as f64 / l as f64, false))
+        let g = Gcra::new(l, ms(p)).try_burst(burst).ok()?;
+        Some((g, Traits::schedule(burst, p as f64 / l as f64, false)))
     })
 }
 

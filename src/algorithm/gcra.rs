@@ -1,5 +1,7 @@
 use super::spec::{ceil, floor, reply, Reply, Spec, State, Step, Write, SLACK_MS};
-use super::validate::{count, count_errors, or_panic, tri, window, window_errors, Invalid};
+use super::validate::{
+    count, count_errors, invalid, or_panic, schedule, tri, window, window_errors, Invalid,
+};
 use crate::ConfigError;
 use std::time::Duration;
 
@@ -29,6 +31,7 @@ pub struct Gcra {
 const LIMIT: [Invalid; 2] = count_errors!("limit");
 const BURST: [Invalid; 2] = count_errors!("burst");
 const PERIOD: [Invalid; 3] = window_errors!("period");
+const LONG_BURST: Invalid = invalid!("burst", "burst × period / limit must be at most 2^40 ms");
 
 impl Gcra {
     /// `limit` per `period` at a steady rate (`limit` 1 to 2^40; `period`
@@ -61,12 +64,16 @@ impl Gcra {
         })
     }
 
-    /// At most `n` requests (1 to 2^40) admitted at once from a rested state.
+    /// At most `n` requests (1 to 2^40) admitted at once from a rested state,
+    /// `n × period / limit` at most 2^40 ms.
     ///
     /// # Errors
-    /// A [`ConfigError`] naming `burst` when `n` is 0 or above 2^40.
+    /// A [`ConfigError`] naming `burst` when `n` is 0, above 2^40, or makes
+    /// the schedule longer than 2^40 ms.
     pub fn try_burst(mut self, n: u64) -> Result<Self, ConfigError> {
         self.burst = count(n, BURST)?;
+        let interval = self.period_ms as f64 / self.limit as f64;
+        schedule(self.burst, interval, LONG_BURST)?;
         Ok(self)
     }
 
@@ -80,7 +87,9 @@ impl Gcra {
     }
 }
 
-/// A ns: float rounding below it never costs a request (`EPS` in the script).
+/// A ns: float rounding below it never costs a request (`EPS` in the
+/// script); for units shorter than 1 ms, a millionth of a unit, so that it
+/// never buys one either.
 const EPS: f64 = 1e-6;
 
 /// Twin of `virtual_schedule` in `lua/gcra.lua`: the core shared by GCRA,
@@ -95,13 +104,14 @@ pub(super) fn virtual_schedule(
     let (burst, interval) = p;
     let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let tau = burst * interval;
+    let eps = if interval < 1.0 { EPS * interval } else { EPS };
     let (backlog, ts) = match *state {
         Some(State::Backlog { backlog, ts }) => (backlog, ts),
         _ => (0.0, now),
     };
     let backlog = (backlog - (now - ts).max(0.0)).max(0.0);
     let ts = ts.max(now);
-    let remaining = |b: f64| floor((tau - b + EPS) / interval);
+    let remaining = |b: f64| floor((tau - b + eps) / interval);
     let mut store = |b: f64| {
         if write {
             *state = Some(State::Backlog { backlog: b, ts });
@@ -114,7 +124,7 @@ pub(super) fn virtual_schedule(
         return (reply(true, burst, remaining(b), b, None, 0.0), w);
     }
     let after = backlog + cost * interval;
-    if cost > 0.0 && after - tau > EPS {
+    if cost > 0.0 && after - tau > eps {
         let retry = (cost <= burst).then_some(after - tau);
         return (
             reply(false, burst, remaining(backlog), backlog, retry, 0.0),

@@ -47,7 +47,7 @@ pub use buckets::{LeakyBucket, TokenBucket};
 pub use gcra::Gcra;
 pub use limits::{Limits, MAX_LIMITS};
 pub use quota::Quota;
-pub use windows::{FixedWindow, SlidingLog, SlidingWindow};
+pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
 pub(crate) use spec::{Reply, Spec, State};
 pub(crate) use validate::{invalid, window as checked_window, window_errors, Invalid};

@@ -159,6 +159,16 @@ pub(crate) const fn rate(r: f64, [nan, small, big]: [Invalid; 3]) -> Result<f64,
     }
 }
 
+/// A schedule of `units` of `interval_ms` each that ends within 2^40 ms, so
+/// that the time until it has drained stays below 2^53 in every sum.
+pub(crate) const fn schedule(units: u64, interval_ms: f64, long: Invalid) -> Result<(), Invalid> {
+    if units as f64 * interval_ms > MAX_WINDOW_MS as f64 {
+        Err(long)
+    } else {
+        Ok(())
+    }
+}
+
 /// Declares one of the algorithm config types: the struct, a `const fn new`
 /// that panics naming the field, a `try_new` that returns the error, and its
 /// normalized [`Spec`](super::Spec).
@@ -245,7 +255,18 @@ macro_rules! bucket_types {
             #[derive(Debug, Clone, Copy, PartialEq)]
             $name { capacity: u64 = count("capacity"), rate: f64 = rate($field) }
             new(capacity: u64, $rate: f64) $new_doc
+            also Self::refill_in_bounds;
             spec(t) $crate::algorithm::Spec::$name { capacity: t.capacity, rate: t.rate }
+        }
+
+        impl $name {
+            /// The time to refill (or drain) fully, at most 2^40 ms.
+            const fn refill_in_bounds(t: &Self) -> Result<(), $crate::algorithm::validate::Invalid> {
+                $crate::algorithm::validate::schedule(t.capacity, 1000.0 / t.rate, $crate::algorithm::validate::invalid!(
+                    "capacity",
+                    "the time to refill or drain fully (capacity / rate) must be at most 2^40 ms"
+                ))
+            }
         }
     )*};
 }

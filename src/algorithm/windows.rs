@@ -39,7 +39,7 @@ window_types! {
     /// use std::time::Duration;
     /// const LOGINS: SlidingLog = SlidingLog::new(5, Duration::from_secs(60));
     /// ```
-    SlidingLog: "At most `limit` cost units in any span of `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^40, and `limit` × `window` in ms below 2^50, where the log's member numbering would lose precision and its memory be enormous).", also small_enough;
+    SlidingLog: "At most `limit` cost units in any span of `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^16 ([`MAX_LOG`](crate::algorithm::MAX_LOG)): one entry per unit admitted; and `limit` × `window` in ms below 2^50, where the log's member numbering would lose precision).", also small_enough;
 
     /// Sliding window counter: the current and the previous fixed-window counts,
     /// the previous one weighted by how much of it is still inside the sliding
@@ -56,9 +56,19 @@ window_types! {
     SlidingWindow: "About `limit` cost units in any span of `window` (whole ms, 1 ms to 2^40 ms; `limit` 1 to 2^40).";
 }
 
-/// `limit` × `window` (ms) below 2^50.
+/// The most entries a sliding log keeps per key: an admitted request writes
+/// one per unit of its cost, in one call.
+pub const MAX_LOG: u64 = 1 << 16;
+
+/// At most [`MAX_LOG`] entries, and `limit` × `window` (ms) below 2^50.
 const fn small_enough(log: &SlidingLog) -> Result<(), Invalid> {
-    if (log.limit as u128) * (log.window_ms as u128) * 2 > 1 << 51 {
+    if log.limit > MAX_LOG {
+        return Err(invalid!(
+            "limit",
+            "must be at most 2^16 for a sliding log (one entry per unit admitted): above, use a sliding window"
+        ));
+    }
+    if (log.limit as u128) * (log.window_ms as u128) >= 1 << 50 {
         return Err(invalid!(
             "limit",
             "limit × window (ms) must stay below 2^50 for a sliding log"

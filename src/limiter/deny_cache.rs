@@ -3,14 +3,37 @@
 
 use super::core::Decided;
 use crate::store::key::bounded;
-use std::collections::HashMap;
+use hashbrown::{Equivalent, HashMap};
+use std::borrow::Cow;
 use std::num::NonZeroUsize;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-type Map = HashMap<Box<str>, Denied, foldhash::fast::RandomState>;
+type Map = HashMap<Entry, Denied, foldhash::fast::RandomState>;
 
-/// Denials of one limiter's own limits, by user key (its hash when long).
+/// A user key as the stores bound it (itself, or its hash when long), and
+/// whether it is the hash: a short key may read like one.
+#[derive(PartialEq, Eq, Hash)]
+struct Entry {
+    hashed: bool,
+    key: Box<str>,
+}
+
+/// An [`Entry`] borrowed, for lookups that build no key.
+#[derive(Hash)]
+struct EntryRef<'a> {
+    hashed: bool,
+    key: &'a str,
+}
+
+impl Equivalent<Entry> for EntryRef<'_> {
+    fn equivalent(&self, e: &Entry) -> bool {
+        self.hashed == e.hashed && self.key == &*e.key
+    }
+}
+
+/// Denials of one limiter's own limits, by user key: the key, or whether it
+/// was hashed and its hash when long (a short key may read like a hash).
 pub(crate) struct DenyCache {
     max: usize,
     map: Mutex<Map>,
@@ -44,7 +67,8 @@ impl DenyCache {
     /// waits shortened by the time since.
     pub(crate) fn get(&self, key: &str, cost: u64, now: u64) -> Option<Decided> {
         let map = self.lock();
-        let d = map.get(&*bounded(key))?;
+        let key = bounded(key);
+        let d = map.get(&entry_ref(&key))?;
         // Only the same cost: a costlier request may never fit at all (no
         // retry), and its wait would be another.
         if now >= d.until || cost != d.cost {
@@ -73,8 +97,13 @@ impl DenyCache {
             }
         }
         let until = asked.saturating_add(u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
+        let key = bounded(key);
+        let EntryRef { hashed, key } = entry_ref(&key);
         map.insert(
-            bounded(key).into(),
+            Entry {
+                hashed,
+                key: key.into(),
+            },
             Denied {
                 asked,
                 until,
@@ -88,7 +117,16 @@ impl DenyCache {
     pub(crate) fn forget(&self, key: &str) {
         let mut map = self.lock();
         if !map.is_empty() {
-            map.remove(&*bounded(key));
+            map.remove(&entry_ref(&bounded(key)));
         }
+    }
+}
+
+/// The entry of a bounded key: whether it is `Owned` says whether it is a hash.
+#[allow(clippy::ptr_arg)]
+fn entry_ref<'a>(key: &'a Cow<'_, str>) -> EntryRef<'a> {
+    EntryRef {
+        hashed: matches!(key, Cow::Owned(_)),
+        key,
     }
 }

@@ -266,10 +266,10 @@ mod tests {
         let store = Store::from(MemoryStore::new());
         let targets: Vec<Target> = [
             FixedWindow::new(10, Duration::from_secs(1)).parts(),
-            SlidingLog::new(1 << 24, Duration::from_millis(1)).parts(),
+            SlidingLog::new(1 << 16, Duration::from_millis(1)).parts(),
             SlidingWindow::new(7, Duration::from_millis(1 << 40)).parts(),
             TokenBucket::new(10, 0.1).parts(),
-            TokenBucket::new(3, 1e-9).parts(),
+            TokenBucket::new(1, 1e-9).parts(),
             LeakyBucket::new(1 << 40, 1e15).parts(),
             Gcra::new(3, Duration::from_secs(1)).parts(),
             Gcra::new(1 << 40, Duration::from_millis(1)).parts(),
