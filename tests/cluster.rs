@@ -46,18 +46,18 @@ fn prefix(what: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------
-// The seed tables (tests/common/seed.rs), on the cluster.
+// The two experiments (tests/common/experiments.rs), on the cluster.
 
 #[tokio::test]
 async fn boundary_burst_on_cluster() {
     let cluster = RedisCluster::shared();
-    common::seed::boundary_burst(|| store(&cluster).into()).await;
+    common::experiments::boundary_burst(|| store(&cluster).into()).await;
 }
 
 #[tokio::test]
 async fn steady_overload_on_cluster() {
     let cluster = RedisCluster::shared();
-    common::seed::steady_overload(|| store(&cluster).into()).await;
+    common::experiments::steady_overload(|| store(&cluster).into()).await;
 }
 
 // ---------------------------------------------------------------------------

@@ -1,12 +1,12 @@
-//! Redis memory per client after the seed's steady-overload traffic
-//! (`MEMORY USAGE`), against the seed's own scripts (`tests/baseline/`) run
+//! Redis memory per client after the steady overload's traffic
+//! (`MEMORY USAGE`), against the textbook scripts (`tests/baseline/`) run
 //! on the same server in the same test: ours must be no larger. Byte counts
 //! depend on the Redis version and allocator, so the comparison is made in
 //! one run. `--nocapture` prints the table kept in BENCHMARKS.md.
 
 mod common;
 
-use common::{seed4_times, RedisServer};
+use common::{steady_overload_times, RedisServer};
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::failure::FailurePolicy;
@@ -35,7 +35,7 @@ async fn ours<A: Algorithm>(redis: &RedisServer, alg: A) -> u64 {
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
-    for t in seed4_times() {
+    for t in steady_overload_times() {
         clock.set(t);
         limiter.check("bob", 1).await.unwrap();
     }
@@ -44,8 +44,8 @@ async fn ours<A: Algorithm>(redis: &RedisServer, alg: A) -> u64 {
     bytes[0]
 }
 
-/// Bytes per key of the seed's script on the same traffic and client.
-fn seed(
+/// Bytes per key of the textbook script on the same traffic and client.
+fn textbook(
     redis: &RedisServer,
     file: &str,
     args: impl Fn(u64, usize) -> Vec<String>,
@@ -60,7 +60,7 @@ fn seed(
     .unwrap();
     let script = redis::Script::new(&script);
     let mut conn = redis.conn();
-    for (i, t) in seed4_times().into_iter().enumerate() {
+    for (i, t) in steady_overload_times().into_iter().enumerate() {
         let mut inv = script.key(key);
         for a in args(t, i) {
             inv.arg(a);
@@ -72,39 +72,39 @@ fn seed(
 }
 
 #[tokio::test]
-async fn memory_per_client_is_no_larger_than_the_seeds() {
+async fn memory_per_client_is_no_larger_than_the_textbook_scripts() {
     let redis = RedisServer::start();
     let s = Duration::from_secs(1);
     let window = |t: u64, _| vec!["10".into(), "1000".into(), t.to_string()];
-    let fixed = seed(
+    let fixed = textbook(
         &redis,
         "textbook_fixed_window.lua",
         window,
         "rl:fixed:bob",
         "rl:fixed:bob:*",
     );
-    let log = seed(
+    let log = textbook(
         &redis,
         "textbook_sliding_log.lua",
         |t, i| vec!["10".into(), "1000".into(), t.to_string(), format!("r{i}")],
         "rl:log:bob",
         "rl:log:bob",
     );
-    let counter = seed(
+    let counter = textbook(
         &redis,
         "textbook_sliding_window.lua",
         window,
         "rl:swc:bob",
         "rl:swc:bob:*",
     );
-    let bucket = seed(
+    let bucket = textbook(
         &redis,
         "textbook_token_bucket.lua",
         |t, _| vec!["10".into(), "10".into(), t.to_string(), "1".into()],
         "rl:tb:bob",
         "rl:tb:bob",
     );
-    // The seed keeps 1 live window key per client (fixed) or 2 (counter).
+    // The textbook scripts keep 1 live window key per client (fixed) or 2 (counter).
     let rows = [
         (
             "fixed window",
@@ -134,13 +134,13 @@ async fn memory_per_client_is_no_larger_than_the_seeds() {
             "leaky bucket",
             ours(&redis, LeakyBucket::new(10, 10.0)).await,
             bucket,
-            "seed token bucket",
+            "textbook token bucket",
         ),
         (
             "gcra",
             ours(&redis, Gcra::new(10, s)).await,
             bucket,
-            "seed token bucket",
+            "textbook token bucket",
         ),
     ];
     let version: String = redis.cmd(&["INFO", "server"]);
@@ -151,13 +151,13 @@ async fn memory_per_client_is_no_larger_than_the_seeds() {
         .trim()
         .to_string();
     println!("{version}");
-    println!("| algorithm | floodgate, bytes per client (1 key) | seed script, same run | seed's baseline |");
+    println!("| algorithm | floodgate, bytes per client (1 key) | textbook script, same run | its baseline |");
     println!("|---|---|---|---|");
-    for (name, ours, seed, what) in rows {
-        println!("| {name} | {ours} | {seed:.0} | {what} |");
+    for (name, ours, textbook, what) in rows {
+        println!("| {name} | {ours} | {textbook:.0} | {what} |");
         assert!(
-            ours as f64 <= seed,
-            "{name}: {ours} B > the seed's {seed} B"
+            ours as f64 <= textbook,
+            "{name}: {ours} B > the textbook script's {textbook} B"
         );
     }
 }

@@ -140,7 +140,7 @@ async fn leaky_bucket_delays_queue_and_rejects_when_full() {
 
 #[tokio::test]
 async fn token_bucket_spends_budget_on_expensive_calls() {
-    // Seed exercise 2: an expensive endpoint costs 5 tokens.
+    // An expensive endpoint costs 5 tokens.
     let b = both(TokenBucket::new(10, 10.0));
     assert_eq!(brief(b.at(0).check(5).await), allowed(5, 500, 0));
     assert_eq!(brief(b.at(0).check(5).await), allowed(0, 1000, 0));

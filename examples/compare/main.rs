@@ -35,8 +35,8 @@ const SEC: Duration = Duration::from_secs(1);
 const PREFIX: &str = "floodgate-compare";
 
 /// The steady overload's traffic: Python's `random.seed(4)` sequence.
-fn seed4_times() -> Vec<u64> {
-    include_str!("../../tests/fixtures/steady_overload_seed4.txt")
+fn steady_overload_times() -> Vec<u64> {
+    include_str!("../../tests/fixtures/steady_overload.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| l.parse().expect("fixture time"))
@@ -356,7 +356,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nSteady overload: 200 requests at random times over 10 s (about 20/s) against 10/s\n"
     );
-    let times = seed4_times();
+    let times = steady_overload_times();
     let outcomes = run.all("bob", &times).await?;
     let mut panels = Vec::new();
     for o in &outcomes {

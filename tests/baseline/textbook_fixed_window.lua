@@ -1,4 +1,4 @@
--- Verbatim from seed 000 (limiters.py): the baseline our scripts are measured against.
+-- The textbook script, as it is usually written: the baseline floodgate's Lua is measured against.
 -- KEYS[1] = prefix ; ARGV = limit, window_ms, now_ms
 local window = math.floor(ARGV[3] / ARGV[2])
 local key = KEYS[1] .. ':' .. window

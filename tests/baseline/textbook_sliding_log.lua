@@ -1,4 +1,4 @@
--- Verbatim from seed 000 (limiters.py): the baseline our scripts are measured against.
+-- The textbook script, as it is usually written: the baseline floodgate's Lua is measured against.
 -- KEYS[1] = zset ; ARGV = limit, window_ms, now_ms, request_id
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3] - ARGV[2])
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then

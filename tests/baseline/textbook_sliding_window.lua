@@ -1,4 +1,4 @@
--- Verbatim from seed 000 (limiters.py): the baseline our scripts are measured against.
+-- The textbook script, as it is usually written: the baseline floodgate's Lua is measured against.
 -- KEYS[1] = prefix ; ARGV = limit, window_ms, now_ms
 local w = tonumber(ARGV[2]); local now = tonumber(ARGV[3])
 local cur = math.floor(now / w)

@@ -1,4 +1,4 @@
--- Verbatim from seed 000 (limiters.py): the baseline our scripts are measured against.
+-- The textbook script, as it is usually written: the baseline floodgate's Lua is measured against.
 -- KEYS[1] = hash ; ARGV = capacity, refill_per_sec, now_ms, cost
 local cap, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now, cost = tonumber(ARGV[3]), tonumber(ARGV[4])

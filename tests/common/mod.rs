@@ -6,8 +6,8 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod experiments;
 pub mod http;
-pub mod seed;
 pub mod sf;
 pub mod twins;
 
@@ -217,9 +217,9 @@ impl Drop for RedisServer {
     }
 }
 
-/// The seed's steady-overload traffic (Python `random.seed(4)`), in ms.
-pub fn seed4_times() -> Vec<u64> {
-    include_str!("../fixtures/steady_overload_seed4.txt")
+/// The steady overload's traffic (Python `random.seed(4)`), in ms.
+pub fn steady_overload_times() -> Vec<u64> {
+    include_str!("../fixtures/steady_overload.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| l.parse().expect("fixture time"))
@@ -242,5 +242,5 @@ pub fn library_name() -> String {
     format!("floodgate_{}", &sha[..16])
 }
 
-/// The seed's T0: a window boundary.
+/// The experiments' start: a window boundary.
 pub const T0: u64 = 1_791_860_000_000;

@@ -1,10 +1,12 @@
-//! The seed 000 experiments, on any store: limit 10 per 1 s (token and leaky
-//! bucket: capacity 10 at 10/s; GCRA: 10 per second, burst 10). The seed's
-//! Python published the first four rows; the leaky bucket and GCRA admit
-//! like a token bucket of the same capacity and rate, so their rows equal
-//! the token bucket's.
+//! The two experiments, on any store: the boundary burst (a burst just
+//! before and just after a window boundary) and the steady overload (200
+//! requests at random over 10 s), at a limit of 10 per 1 s (token and leaky
+//! bucket: capacity 10 at 10/s; GCRA: 10 per second, burst 10). The
+//! expected tables of the first four algorithms are the textbook results;
+//! the leaky bucket and GCRA admit like a token bucket of the same capacity
+//! and rate, so their rows equal the token bucket's.
 
-use super::{seed4_times, T0};
+use super::{steady_overload_times, T0};
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::failure::{CircuitBreaker, FailurePolicy};
@@ -22,7 +24,7 @@ async fn admitted<A: Algorithm>(store: Store, alg: A, times: &[u64]) -> Vec<bool
     static RUN: AtomicU64 = AtomicU64::new(0);
     let clock = ManualClock::new(times[0]);
     let limiter = Limiter::builder(store, alg)
-        .prefix(format!("seed{}", RUN.fetch_add(1, Ordering::Relaxed)))
+        .prefix(format!("experiment{}", RUN.fetch_add(1, Ordering::Relaxed)))
         .clock(clock.clone())
         .on_store_failure(FailurePolicy::ReturnError)
         .timeout(Duration::from_secs(5))
@@ -64,7 +66,7 @@ async fn all(store: &impl Fn() -> Store, times: &[u64]) -> Vec<(&'static str, Ve
     ]
 }
 
-/// The most admitted requests in any 1-s span, in 5 ms steps as the seed.
+/// The most admitted requests in any 1-s span, in 5 ms steps.
 fn worst_1s(times: &[u64], admitted: &[bool]) -> usize {
     let acc: Vec<u64> = times
         .iter()
@@ -104,7 +106,7 @@ pub async fn boundary_burst(store: impl Fn() -> Store) {
 
 /// 200 requests at the random times of Python's `random.seed(4)`.
 pub async fn steady_overload(store: impl Fn() -> Store) {
-    let times = seed4_times();
+    let times = steady_overload_times();
     assert_eq!(times.len(), 200);
     let got: Vec<(&str, usize, usize)> = all(&store, &times)
         .await
