@@ -10,9 +10,20 @@
 //!
 //! A [`Limiter`] is one [`algorithm`] over one [`store`]: state in Redis
 //! ([`RedisStore`](store::RedisStore): every app server sees the same
-//! counters, each decision one atomic Lua script) or in this process
-//! ([`MemoryStore`](store::MemoryStore)). Both decide the same, decision by
-//! decision; the time comes from a [`clock`].
+//! counters, each decision one atomic call of floodgate's function library)
+//! or in this process ([`MemoryStore`](store::MemoryStore)). Both decide the
+//! same, decision by decision; the time comes from a [`clock`]. A
+//! [`ConcurrencyLimiter`](concurrency::ConcurrencyLimiter) bounds requests
+//! in flight per key, with its own layer.
+//!
+//! Every entry of both limiters takes one decision path: the limits are
+//! planned, the store decides (at once in memory; else under the limiter's
+//! timeout and circuit breaker, with its [failure policy](failure)
+//! deciding when the store cannot), the limits' decisions are combined, and
+//! the [`metrics`] count each by its [`Reason`]. A configuration that
+//! `build` accepted never fails a request: invalid values are rejected when
+//! they are written (a `const` that does not compile, a `try_new`, `build`),
+//! each error naming its field ([`ConfigError`]).
 //!
 //! ```
 //! use axum::{routing::get, Router};
