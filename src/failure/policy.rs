@@ -58,7 +58,7 @@ pub enum FailurePolicy {
     /// a client over the fallback's limit is answered 429. Build with
     /// [`FailurePolicy::fallback`].
     Fallback(Fallback),
-    /// Return the store's error to the caller ([`Error::Store`]): for
+    /// Return the store's error to the caller ([`Error::Store`](crate::Error::Store)): for
     /// library users who decide themselves. While the circuit is open the
     /// error is [`StoreError::Unavailable`](crate::store::StoreError::Unavailable).
     /// The layers answer 503.
