@@ -65,15 +65,26 @@ pub fn too_many_requests(
     style: HeaderStyle,
     now: SystemTime,
 ) -> Response<Bytes> {
-    let denial = Denial::of(reports);
-    let body = json!({
-        "type": QUOTA_EXCEEDED_TYPE,
-        "title": "Too Many Requests",
-        "status": 429,
-        "detail": denial.detail(),
-        "violated-policies": denial.violated(),
-    });
-    let mut response = problem(StatusCode::TOO_MANY_REQUESTS, &body);
+    quota_exceeded(&Denial::of(reports), reports, style, now)
+}
+
+/// The 429 of `denial` (of `reports`).
+fn quota_exceeded(
+    denial: &Denial<'_, '_>,
+    reports: &[LimitReport<'_>],
+    style: HeaderStyle,
+    now: SystemTime,
+) -> Response<Bytes> {
+    let mut response = problem(
+        StatusCode::TOO_MANY_REQUESTS,
+        &json!({
+            "type": QUOTA_EXCEEDED_TYPE,
+            "title": "Too Many Requests",
+            "status": 429,
+            "detail": denial.detail(),
+            "violated-policies": denial.violated(),
+        }),
+    );
     let headers = response.headers_mut();
     if let Retry::After(d) = denial.retry {
         set_retry_after(headers, d);
