@@ -1,11 +1,11 @@
 //! The client address behind trusted reverse proxies.
 
 use std::collections::VecDeque;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName};
-use ipnet::{IpNet, Ipv4Net};
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
 use super::chain::{self, Walk, MAX_ENTRIES};
 use super::forwarded;
@@ -166,16 +166,13 @@ impl ClientIp {
     /// Trusts loopback: `127.0.0.0/8` and `::1/128` (a proxy on the same
     /// host).
     pub fn trust_loopback(self) -> Self {
-        self.trust(net("127.0.0.0/8")).trust(net("::1/128"))
+        self.trust(LOOPBACK_V4).trust(LOOPBACK_V6)
     }
 
     /// Trusts private networks: `10.0.0.0/8`, `172.16.0.0/12`,
     /// `192.168.0.0/16` (RFC 1918) and `fc00::/7` (unique local, RFC 4193).
     pub fn trust_private(self) -> Self {
-        self.trust(net("10.0.0.0/8"))
-            .trust(net("172.16.0.0/12"))
-            .trust(net("192.168.0.0/16"))
-            .trust(net("fc00::/7"))
+        PRIVATE.iter().fold(self, |c, &net| c.trust(net))
     }
 
     /// Trusts the `n` nearest hops, whatever their address: the peer and the
@@ -296,10 +293,28 @@ impl KeyExtractor for ClientIp {
     }
 }
 
-/// Networks of the helpers: literals that parse.
-fn net(s: &str) -> IpNet {
-    s.parse()
-        .unwrap_or_else(|_| unreachable!("{s} is a valid network"))
+/// The networks of `trust_loopback` and `trust_private`, checked when the
+/// crate compiles.
+const LOOPBACK_V4: IpNet = v4(127, 0, 8);
+const LOOPBACK_V6: IpNet = v6(0, 0x1, 128);
+const PRIVATE: [IpNet; 4] = [
+    v4(10, 0, 8),
+    v4(172, 16, 12),
+    v4(192, 168, 16),
+    v6(0xfc00, 0, 7),
+];
+
+/// The IPv4 network `a.b.0.0/len`.
+const fn v4(a: u8, b: u8, len: u8) -> IpNet {
+    IpNet::V4(Ipv4Net::new_assert(Ipv4Addr::new(a, b, 0, 0), len))
+}
+
+/// The IPv6 network `first::last/len`.
+const fn v6(first: u16, last: u16, len: u8) -> IpNet {
+    IpNet::V6(Ipv6Net::new_assert(
+        Ipv6Addr::new(first, 0, 0, 0, 0, 0, 0, last),
+        len,
+    ))
 }
 
 /// Addresses are matched in canonical form, so networks must be too.
@@ -316,6 +331,10 @@ fn unmap(network: IpNet) -> IpNet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn net(s: &str) -> IpNet {
+        s.parse().unwrap()
+    }
     use std::fmt::Write as _;
     use std::net::SocketAddr;
 
