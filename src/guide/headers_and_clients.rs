@@ -15,7 +15,8 @@
 //! | store down, a fallback limiter decides | the fallback's | as for that reason above, without rate-limit fields | the same |
 //! | store down, the limiter returns the error | no decision | `503` without `Retry-After` | `UNAVAILABLE` |
 //!
-//! The concurrency layer answers the same way: a key with `max` requests in
+//! The concurrency layer answers the same way, except that its admitted
+//! responses carry no rate-limit fields: a key with `max` requests in
 //! flight is denied for `OverLimit`, with `Retry-After: 1` (see
 //! [`several_limits`](super::several_limits#at-most-n-requests-in-flight-the-concurrency-limiter)).
 //! A store that is down is the subject of [`failures`](super::failures).
@@ -29,9 +30,9 @@
 //! RateLimit: "second";r=0;t=1
 //! ```
 //!
-//! The draft calls each limit a *policy*: hence `RateLimit-Policy`, the
-//! `violated-policies` of the problem+json body, and the gRPC
-//! `QuotaFailure` subject `policy:<name>`. Each item is one limit:
+//! On the wire each limit is a *policy*, as the draft calls it: hence
+//! `RateLimit-Policy`, the `violated-policies` of the problem+json body, and
+//! the gRPC `QuotaFailure` subject `policy:<name>`. Each item is one limit:
 //!
 //! - `RateLimit-Policy` lists every limit the request was checked against:
 //!   its name and its [quota](crate::algorithm::Quota), the units `q` per
@@ -106,9 +107,9 @@
 //! 5. **No rate-limit fields means "unknown", not "unlimited"**: they are
 //!    left out when the limiter could not reach its store.
 //! 6. **gRPC clients**: read `RetryInfo.retry_delay` from the status details
-//!    (tonic: `tonic_types::StatusExt::get_details_retry_info`), or let a
-//!    retry policy honour `grpc-retry-pushback-ms` (a negative value means
-//!    do not retry). floodgate never answers a gRPC client with HTTP 429,
+//!    (tonic: `tonic_types::StatusExt::get_details_retry_info`), or let the
+//!    client's retries honour `grpc-retry-pushback-ms` (a negative value
+//!    means do not retry). floodgate never answers a gRPC client with HTTP 429,
 //!    which gRPC clients would read as `UNAVAILABLE` and retry at once.
 //!
 //! Browsers show JavaScript only a few response headers unless the server
