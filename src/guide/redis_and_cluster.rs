@@ -76,10 +76,11 @@
 //! `lua/prelude.lua` and the six algorithms joined in front of it at compile
 //! time into a function library; a concurrency limiter's leases are a
 //! second function of it, `lua/concurrency.lua`): it reads the state,
-//! decides and writes, atomically, on Redis' command thread. No number of app servers can slip two requests between a
-//! read and a write, which check-then-increment from the client cannot
-//! promise. The in-memory store runs a Rust twin of each algorithm that
-//! property tests compare with the script, decision by decision.
+//! decides and writes, atomically, on Redis' command thread. No number of
+//! app servers can slip two requests between a read and a write, which
+//! check-then-increment from the client cannot promise. The in-memory store
+//! runs a Rust twin of each algorithm that property tests compare with the
+//! Lua code, decision by decision.
 //!
 //! The state of one client under one limiter is one Redis key:
 //!
@@ -153,11 +154,12 @@
 //! same code, the same decisions, each routed by its one key to the shard
 //! that owns it, so clients spread over all primaries. A node that lacks
 //! floodgate's code gets it as a single Redis does: the call runs by `EVAL`,
-//! and the library is loaded on that node in the background. Redirections during
-//! resharding or failover (`MOVED`, `ASK`), `TRYAGAIN` and `CLUSTERDOWN` are
-//! retried: none of them ran the script, so retrying is safe. A connection
-//! that breaks *after* the call was sent is retried too, and may charge the
-//! request twice (a false denial later, never an admission too many).
+//! and the library is loaded on that node in the background. Redirections
+//! during resharding or failover (`MOVED`, `ASK`), `TRYAGAIN` and
+//! `CLUSTERDOWN` are retried: none of them ran the code, so retrying is
+//! safe. A connection that breaks *after* the call was sent is retried too,
+//! and may charge the request twice (a false denial later, never an
+//! admission too many).
 //!
 //! [`from_nodes`](crate::store::RedisClusterStore::from_nodes) takes any
 //! reachable nodes and discovers the others. To set the cluster client up
