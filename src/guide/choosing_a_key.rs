@@ -1,9 +1,10 @@
 //! Choosing a key: what "one client" is.
 //!
-//! Requests with the same key share one quota. The key is taken from each
-//! request by a [`KeyExtractor`](crate::key::KeyExtractor); a request it
-//! finds no key in is answered `400` with a problem+json body saying why
-//! (gRPC: `INVALID_ARGUMENT`), and never put into a shared "unknown" bucket.
+//! Requests with the same key are counted together. The key is taken from
+//! each request by a [`KeyExtractor`](crate::key::KeyExtractor), the same
+//! for both layers; a request it finds no key in is answered `400` with a
+//! problem+json body saying why (gRPC: `INVALID_ARGUMENT`), and never put
+//! into a shared "unknown" bucket.
 //!
 //! | your traffic | key | extractor |
 //! |---|---|---|
@@ -210,7 +211,7 @@
 //! That refund is [`RateLimitLayer::refund_inner_denials`], on by default:
 //! with stacked limits, a request is charged only where all of them admit
 //! it, so a client denied by its per-user limit does not also use up the
-//! per-IP quota of everyone behind its address. It is not atomic: the outer
+//! per-IP limit of everyone behind its address. It is not atomic: the outer
 //! limit is charged first and refunded after the inner denial, so for that
 //! moment it holds a charge it will give back, and a concurrent request may
 //! see one less remaining. Turn it off (`refund_inner_denials(false)`) for an

@@ -8,7 +8,7 @@
 //!
 //! | algorithm | exact? | bursts | Redis memory per client | use for |
 //! |---|---|---|---|---|
-//! | [`FixedWindow`] | no: up to 2× at window boundaries | uncontrolled | 1 key, 56 B | coarse quotas (per day), where a brief 2× is fine |
+//! | [`FixedWindow`] | no: up to 2× at window boundaries | uncontrolled | 1 key, 56 B | coarse limits (per day), where a brief 2× is fine |
 //! | [`SlidingLog`] | yes | none above the limit | 1 sorted set, O(limit): 216 B at limit 10 | low limits that must be exact (login attempts) |
 //! | [`SlidingWindow`] (sliding window counter) | nearly | small overshoot | 1 key, 56 B | most API rate limits |
 //! | [`TokenBucket`] | to its definition | up to capacity | 1 key, 88 B | APIs that allow short bursts |
@@ -22,10 +22,11 @@
 //! state (how much work is queued, and since when); GCRA's row is larger only
 //! because its key name is a few bytes longer. Every algorithm keeps one key
 //! per client, and the key expires once the client has been idle long
-//! enough for it not to matter,
-//! so idle clients cost nothing. Only the sliding log grows with the limit:
-//! one entry per admitted request in the window, so 10 000 per hour means up
-//! to 10 000 entries per client. In process, a [`MemoryStore`] holds about
+//! enough for it not to matter, so idle clients cost nothing. Only the
+//! sliding log grows with the limit: one entry per admitted unit in the
+//! window, so 10 000 per hour means up to 10 000 entries per client, and a
+//! sliding log's limit is at most [`MAX_LOG`](crate::algorithm::MAX_LOG)
+//! (2^16). In process, a [`MemoryStore`] holds about
 //! 130 to 170 B per key for a token bucket and 170 to 310 B for a sliding
 //! log at limit 10 (BENCHMARKS.md, "Memory store under a key spray").
 //!
@@ -61,7 +62,7 @@
 #![doc = include_str!("../../docs/charts/burst_idle_burst.svg")]
 //! </details>
 //!
-//! The first experiment, run here on a [`MemoryStore`] with a
+//! The boundary burst, run here on a [`MemoryStore`] with a
 //! [`ManualClock`] (the same code runs on Redis):
 //!
 //! ```
@@ -103,17 +104,18 @@
 //!   gateways run.
 //! - **The limit protects something that must never see more than N in any
 //!   window** (login attempts, OTP codes, an expensive downstream with a
-//!   hard quota): **[`SlidingLog`]**, with a low limit. It is the only exact
+//!   hard limit): **[`SlidingLog`]**, with a low limit. It is the only exact
 //!   one; its memory is the price.
-//! - **Per day or per month quotas**, where a 2× moment at midnight does not
+//! - **Per day or per month limits**, where a 2× moment at midnight does not
 //!   matter: **[`FixedWindow`]**, the cheapest. Never for security limits:
 //!   an attacker who times bursts to the boundary gets twice the attempts.
 //!   Its windows are aligned to the Unix epoch (UTC), not to each client's
 //!   first request, so every client's window ends at the same moment.
 //! - **Bursty clients that should be allowed a page load's worth at once**:
 //!   **[`TokenBucket`]** (or [`Gcra`]: the same admissions and the same
-//!   state, configured as a rate per period and a burst). Choose the capacity as the burst you are willing to accept:
-//!   too small rejects the parallel requests a single page load fires.
+//!   state, configured as a rate per period and a burst). Choose the
+//!   capacity as the burst you are willing to accept: too small rejects the
+//!   parallel requests a single page load fires.
 //! - **The backend needs evenly spaced requests**: **[`LeakyBucket`]**. It
 //!   admits like a token bucket, but an admitted request waits for its place
 //!   in the queue ([`Decision::delay`](crate::Decision::delay); the layer
@@ -123,9 +125,11 @@
 //!
 //! # Choosing the numbers
 //!
-//! Each constructor names its fields, and each has a `try_new` that returns a
-//! [`ConfigError`](crate::ConfigError) naming the bad field instead of
-//! panicking (for limits read from configuration files):
+//! Each constructor is a `const fn` that names its fields: an invalid
+//! constant does not compile, and an invalid value at run time panics with
+//! a message naming the field. Each has a `try_new` that returns a
+//! [`ConfigError`](crate::ConfigError) naming the bad field instead (for
+//! limits read from configuration files):
 //!
 //! ```
 //! # fn main() -> Result<(), floodgate::ConfigError> {
@@ -147,7 +151,8 @@
 //! ```
 //!
 //! - A window or period is whole milliseconds, at least 1 ms; a limit,
-//!   capacity or burst at least 1.
+//!   capacity or burst at least 1. The upper bounds, and everything else
+//!   that is refused, are in [`configuration`](super::configuration).
 //! - [`Gcra::new(limit, period)`](crate::algorithm::Gcra::new) admits `limit` per `period` at
 //!   an even pace, one every `period / limit`; its burst defaults to `limit`.
 //!   `Gcra::new(10, 1 s)` with a burst of 1 allows no burst at all: one request every
@@ -155,17 +160,18 @@
 //!   `max_burst` is one less.
 //! - [`TokenBucket::new(capacity, refill_per_sec)`](crate::algorithm::TokenBucket::new) is
 //!   exactly `Gcra::new(refill_per_sec, 1 s)` with a burst of `capacity` for whole
-//!   rates; what differs is the policy it reports to clients (see
-//!   [`headers_and_clients`](super::headers_and_clients)): the bucket
-//!   reports its capacity per time to refill fully, GCRA its limit per period.
+//!   rates; what differs is the quota it reports to clients in
+//!   `RateLimit-Policy` (see [`headers_and_clients`](super::headers_and_clients)):
+//!   the bucket reports its capacity per time to refill fully, GCRA its
+//!   limit per period.
 //! - nginx's `limit_req zone=... rate=R burst=B` (which admits one request
 //!   plus `B` queued) is `LeakyBucket::new(B + 1, R)`; with `nodelay` it is
 //!   `TokenBucket::new(B + 1, R)`.
 //!
 //! Changing the algorithm of a running limiter starts every client afresh:
 //! each algorithm keeps its state under its own key name. Changing only the
-//! numbers keeps the state (see also per-request quotas in
-//! [`several_limits`](super::several_limits)).
+//! numbers keeps the state (see also limits chosen per request, in
+//! [`several_limits`](super::several_limits#tiers-limits-per-request)).
 //!
 //! Several algorithms on one key at once ("10 per second *and* 1000 per
 //! hour") are [`Limits`](crate::algorithm::Limits), in

@@ -14,7 +14,9 @@
 //! | a limit, capacity or burst | 1 to 2^40 | `limit`, `capacity`, `burst` |
 //! | a window, period, lease or cool-down | whole milliseconds, 1 ms to 2^40 ms (about 34 years) | `window`, `period`, `lease`, `cool_down` |
 //! | a rate per second | finite and above 0; one unit takes at most 2^40 ms (so at least 1000 / 2^40 per second) and at least 2^-40 ms (so at most 2^40 per ms) | `refill_per_sec`, `leak_per_sec` |
-//! | a sliding log | `limit` × `window` in ms at most 2^50 | `limit` |
+//! | a sliding log | `limit` at most [`MAX_LOG`](crate::algorithm::MAX_LOG) (2^16: one entry per unit admitted), `limit` × `window` in ms below 2^50 | `limit` |
+//! | a bucket | the time to refill or drain fully, `capacity` / rate, at most 2^40 ms | `capacity` |
+//! | a GCRA burst | `burst` × `period` / `limit` at most 2^40 ms | `burst` |
 //! | the name of a limit in [`Limits`](crate::algorithm::Limits) | 1 to 32 characters of `A-Z a-z 0-9 _ -`, not used twice | `name` |
 //! | the limits of one [`Limits`](crate::algorithm::Limits) | at most [`MAX_LIMITS`](crate::algorithm::MAX_LIMITS) (16) | `limits` |
 //! | a limiter's prefix | at most 64 bytes, no `{` or `}` | `prefix` |
@@ -38,7 +40,7 @@
 //! `?` carries the error up with the field it names:
 //!
 //! ```
-//! use floodgate::algorithm::{Gcra, SlidingWindow, TokenBucket};
+//! use floodgate::algorithm::{Gcra, SlidingLog, SlidingWindow, TokenBucket};
 //! use floodgate::{store::MemoryStore, ConfigError, Limiter};
 //! use std::time::Duration;
 //!
@@ -56,6 +58,9 @@
 //! assert_eq!(e.to_string(), "invalid `window`: must be a whole number of milliseconds");
 //! let e = TokenBucket::try_new(100, f64::NAN).unwrap_err();
 //! assert_eq!(e.field(), "refill_per_sec");
+//! // One entry per unit admitted: past 2^16, use a sliding window.
+//! let e = SlidingLog::try_new(100_000, Duration::from_secs(3_600)).unwrap_err();
+//! assert_eq!(e.field(), "limit");
 //! ```
 //!
 //! # Constants: checked by the compiler

@@ -71,9 +71,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! **Costs above the limit are denied, always, with no retry time**
-//! ([`Decision::retry_after`](crate::Decision::retry_after) is `None`;
-//! gRPC clients get no `RetryInfo` and `grpc-retry-pushback-ms: -1`). Choose
+//! **Costs above the limit are denied, always, with no retry time**: the
+//! decision's reason is [`CostTooHigh`](crate::Reason::CostTooHigh) and
+//! [`Decision::retry_after`](crate::Decision::retry_after) is `None`; gRPC
+//! clients get no `RetryInfo` and `grpc-retry-pushback-ms: -1`. They are
+//! counted as `reason="cost_too_high"` in `floodgate_decisions_total`. Choose
 //! the capacity (or limit, or burst) at least as large as your most
 //! expensive request; with a [`Gcra`](crate::algorithm::Gcra), the burst is
 //! the ceiling, not the per-period limit.
@@ -137,7 +139,9 @@
 //!
 //! [`Limiter::check(key, cost)`](crate::Limiter::check) charges any cost,
 //! and [`Limiter::refund(key, cost)`](crate::Limiter::refund) gives a charge
-//! back (work that failed, or that a later check made unnecessary):
+//! back (work that failed, or that a later check made unnecessary;
+//! [`refund_with`](crate::Limiter::refund_with) for a charge made with
+//! [`check_with`](crate::Limiter::check_with)):
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -156,3 +160,6 @@
 //!
 //! In the `RateLimit` header, `r` counts the limit's units: what is left in
 //! cost units, i.e. how many requests of cost 1 would still be admitted.
+//!
+//! A concurrency limit takes no cost: each request in flight holds one slot
+//! (see [`several_limits`](super::several_limits#at-most-n-requests-in-flight-the-concurrency-limiter)).

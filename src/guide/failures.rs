@@ -6,19 +6,19 @@
 //! availability. Neither is right for every limit, and whatever you leave as
 //! the default *will be discovered during the incident that takes the limiter
 //! down*. So decide it, per limiter, before that incident. The mechanics are
-//! in [`failure`](crate::failure); this section is about choosing.
+//! in [`failure`](crate::failure); this page is about choosing.
 //!
 //! A [`MemoryStore`](crate::store::MemoryStore) cannot fail: none of this
 //! applies to it.
 //!
 //! # Choosing, limit by limit
 //!
-//! | what the limit protects | policy | why |
-//! |---|---|---|
-//! | against abuse, scraping, a client that loops: ordinary API limits | [`FailOpen`] (the default) | a few minutes without limits is an inconvenience; refusing every request is an outage, and the limiter must not become the outage |
-//! | a fragile downstream that must not see more than N | [`Fallback`] | keep a limit, approximately: each app server enforces its share locally (the global quota divided by the number of servers) |
-//! | money or security: per-tenant billing quotas, paid API credits, login attempts, password resets, OTP codes | [`FailClosed`] | unlimited paid usage or unlimited password guesses are worse than a short refusal |
-//! | you call [`Limiter`](crate::Limiter) yourself and want to decide in your code | [`ReturnError`] | the store's error comes back as [`Error::Store`](crate::Error::Store) |
+//! | what the limit protects | policy | why | the layer answers |
+//! |---|---|---|---|
+//! | against abuse, scraping, a client that loops: ordinary API limits | [`FailOpen`] (the default) | a few minutes without limits is an inconvenience; refusing every request is an outage, and the limiter must not become the outage | your response, without rate-limit fields |
+//! | a fragile downstream that must not see more than N | [`Fallback`] | keep a limit, approximately: each app server enforces its share locally (the global limit divided by the number of servers) | as the fallback decides: your response, or `429` with `Retry-After`; without rate-limit fields |
+//! | money or security: per-tenant billing limits, paid API credits, login attempts, password resets, OTP codes | [`FailClosed`] | unlimited paid usage or unlimited password guesses are worse than a short refusal | `503` with `Retry-After` |
+//! | you call [`Limiter`](crate::Limiter) yourself and want to decide in your code | [`ReturnError`] | the store's error comes back as [`Error::Store`](crate::Error::Store) | `503` without `Retry-After` |
 //!
 //! Abuse limits fail open because their whole point is to keep the service
 //! up. Billing and login limits may fail closed because what they protect is
@@ -76,10 +76,13 @@
 //!   [`timeout`](crate::LimiterBuilder::timeout), default **100 ms**: a
 //!   hundred times what Redis normally takes on the same network, and well
 //!   under any request's latency budget. It covers the whole call (waiting
-//!   for a connection, the script, reloading it after a Redis restart). Then
-//!   the policy decides. A timeout ends the wait, not the command: a call
-//!   that timed out may still run when Redis catches up, and charge the key,
-//!   so a slow Redis errs on the strict side.
+//!   for a connection, the call, and its `EVAL` when Redis lacks floodgate's
+//!   code). Then the policy decides. A timeout ends the wait, not the
+//!   command: a call that timed out may still run when Redis catches up, and
+//!   charge the key, so a slow Redis errs on the strict side. A concurrency
+//!   limiter's acquire that timed out is undone: its release is sent after
+//!   it, on the same connection, so that it does not hold a slot until its
+//!   lease expires.
 //! - **Circuit breaker.** After 5 failures in a row (errors or timeouts) the
 //!   limiter stops calling the store for 500 ms: the policy answers at once,
 //!   with no timeout to wait for. Then one request probes the store; if it
@@ -102,41 +105,122 @@
 //! When no limit at all is not acceptable, but refusing everybody is not
 //! either, decide with a second limiter over a
 //! [`MemoryStore`](crate::store::MemoryStore) in each app server, with that
-//! server's share of the quota:
+//! server's share of the limit. Its decisions keep their own
+//! [reason](crate::Reason): a client over the fallback's limit is denied
+//! for [`OverLimit`](crate::Reason::OverLimit) and answered `429` with
+//! `Retry-After`, as over any limit, but without rate-limit fields, since
+//! their numbers are this server's, not the shared state.
 //!
 //! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use axum::{body::Body, http::{Request, StatusCode}, routing::get, Router};
 //! use floodgate::algorithm::SlidingWindow;
 //! use floodgate::failure::{CircuitBreaker, FailurePolicy};
 //! use floodgate::store::{MemoryStore, RedisStore};
-//! use floodgate::Limiter;
+//! use floodgate::{key::Global, layer::RateLimitLayer, Limiter, Reason};
 //! use std::time::Duration;
+//! use tower::ServiceExt;
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let minute = Duration::from_secs(60);
 //! let servers = 4;
-//! // 1000 per minute for the whole fleet; 250 per server while Redis is away.
-//! let local = Limiter::builder(MemoryStore::new(), SlidingWindow::new(1_000 / servers, minute))
+//! // 100 per minute for the whole fleet; 25 per server while Redis is away.
+//! let local = Limiter::builder(MemoryStore::new(), SlidingWindow::new(100 / servers, minute))
 //!     .name("search-local")
 //!     .build()?;
-//! let search = Limiter::builder(RedisStore::from_url("redis://127.0.0.1:6379")?, SlidingWindow::new(1_000, minute))
+//! // A Redis that is not there, as above.
+//! let search = Limiter::builder(RedisStore::from_url("redis://127.0.0.1:1")?, SlidingWindow::new(100, minute))
 //!     .name("search")
 //!     .timeout(Duration::from_millis(50))
 //!     .circuit_breaker(CircuitBreaker::new(3, Duration::from_secs(1)))
 //!     .on_store_failure(FailurePolicy::fallback(local))
 //!     .build()?;
+//! let app = Router::new()
+//!     .route("/search", get(|| async { "results" }))
+//!     .layer(RateLimitLayer::new(search.clone(), Global::new()));
+//!
+//! for _ in 0..25 {
+//!     let res = app.clone().oneshot(Request::get("/search").body(Body::empty())?).await?;
+//!     assert_eq!(res.status(), StatusCode::OK);
+//! }
+//! let res = app.clone().oneshot(Request::get("/search").body(Body::empty())?).await?;
+//! assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+//! assert!(res.headers().contains_key("retry-after"));
+//! assert!(res.headers().get("ratelimit").is_none());
+//!
+//! let d = search.check("global", 1).await?; // the key `Global` gives every request
+//! assert!(d.degraded && d.denied() && d.reason == Reason::OverLimit);
+//! # Ok(()) }
+//! ```
+//!
+//! The fallback of a rate limiter is a [`Limiter`](crate::Limiter), of any
+//! algorithm; the fallback of a concurrency limiter is another
+//! [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter). Either
+//! kind goes into [`FailurePolicy::fallback`](crate::failure::FailurePolicy::fallback);
+//! the wrong kind is refused by `build`, naming `on_store_failure` (see
+//! [`configuration`](super::configuration)).
+//!
+//! # The concurrency limiter
+//!
+//! A [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter) (at most
+//! N requests in flight, see [`several_limits`](super::several_limits)) is
+//! built with the same settings and fails the same way, each policy in its
+//! own terms:
+//!
+//! - [`FailOpen`]: the request is admitted without a lease, since there is
+//!   no store to hold one in; nothing is released when it ends.
+//! - [`FailClosed`]: denied, and the layer answers `503` with `Retry-After`.
+//! - [`Fallback`]: a concurrency limiter over a memory store takes and
+//!   releases the leases while Redis is away; when it is full, the layer
+//!   answers `429`.
+//! - [`ReturnError`]: `acquire` returns the error; the layer answers `503`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use floodgate::concurrency::ConcurrencyLimiter;
+//! use floodgate::failure::FailurePolicy;
+//! use floodgate::store::{MemoryStore, RedisStore};
+//! use floodgate::Reason;
+//!
+//! let down = RedisStore::from_url("redis://127.0.0.1:1")?;
+//! let uploads = ConcurrencyLimiter::builder(down.clone(), 2).name("uploads").build()?;
+//! let lease = uploads.acquire("ana").await?.expect("failing open admits");
+//! assert_eq!(lease.decision().reason, Reason::FailOpen);
+//!
+//! let exports = ConcurrencyLimiter::builder(down.clone(), 2)
+//!     .name("exports")
+//!     .on_store_failure(FailurePolicy::FailClosed)
+//!     .build()?;
+//! assert_eq!(exports.acquire("ana").await?.unwrap_err().reason, Reason::FailClosed);
+//!
+//! // Four in flight for the fleet, one per server while Redis is away.
+//! let local = ConcurrencyLimiter::builder(MemoryStore::new(), 1).name("reports-local").build()?;
+//! let reports = ConcurrencyLimiter::builder(down, 4)
+//!     .name("reports")
+//!     .on_store_failure(FailurePolicy::fallback(local))
+//!     .build()?;
+//! let held = reports.acquire("ana").await?.expect("the local slot");
+//! assert_eq!(reports.acquire("ana").await?.unwrap_err().reason, Reason::OverLimit);
+//! drop(held); // released in the fallback
+//! assert!(reports.acquire("ana").await?.is_ok());
 //! # Ok(()) }
 //! ```
 //!
 //! # Seeing it happen
 //!
 //! Every decision a policy made has [`Decision::degraded`](crate::Decision::degraded)
-//! set, and the layer then sends no rate-limit headers (their numbers would
-//! not be the shared state). Each is counted in `floodgate_degraded_total`,
-//! logged (a `warn` at most once per second per limiter, with how many it
-//! stands for; a `warn` when the circuit opens, an `info` when it closes),
-//! and passed to your [`failure_hook`](crate::LimiterBuilder::failure_hook)
-//! with why (timeout, connection refused, server error, circuit open). Alert
-//! on `floodgate_degraded_total` rising: while it does, your limits are not
+//! set, and the layer then sends no rate-limit fields (their numbers would
+//! not be the shared state). Its [`reason`](crate::Decision::reason) is
+//! [`FailOpen`](crate::Reason::FailOpen), [`FailClosed`](crate::Reason::FailClosed),
+//! or the fallback's own. Each such charge is counted in
+//! `floodgate_degraded_total`, and by its reason in
+//! `floodgate_decisions_total`; a fallback's decisions are also counted
+//! under the fallback's own name. Each is logged (a `warn` at most once per
+//! second per limiter, with how many it stands for; a `warn` when the
+//! circuit opens, an `info` when it closes), and passed to your
+//! [`failure_hook`](crate::LimiterBuilder::failure_hook) with why
+//! ([`FailureKind`](crate::failure::FailureKind): timeout, unavailable,
+//! connection, server, circuit open, ...). Alert on
+//! `floodgate_degraded_total` rising: while it does, your limits are not
 //! what you configured. See [`metrics_and_tracing`](super::metrics_and_tracing).
 //!
 //! # Testing your choice

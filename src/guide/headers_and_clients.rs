@@ -2,14 +2,24 @@
 //!
 //! # What goes out
 //!
-//! | situation | HTTP | gRPC |
-//! |---|---|---|
-//! | admitted | your response, plus `RateLimit-Policy` and `RateLimit` | your response, the same fields as metadata |
-//! | denied by a limit | `429`, `Retry-After`, `RateLimit-Policy`, `RateLimit`, `Cache-Control: no-store`, an `application/problem+json` body | `RESOURCE_EXHAUSTED` with `RetryInfo` and `QuotaFailure` details, `grpc-retry-pushback-ms` |
-//! | denied, and the cost can never fit | `429` without `Retry-After`; the body says it will never be admitted | `RESOURCE_EXHAUSTED` without `RetryInfo`, `grpc-retry-pushback-ms: -1` |
-//! | no key in the request | `400`, problem+json saying what is missing | `INVALID_ARGUMENT` |
-//! | store down, limiter fails closed | `503` with `Retry-After`, no rate-limit fields | `UNAVAILABLE` |
-//! | store down, limiter fails open | your response, no rate-limit fields | your response |
+//! What the layers answer follows the decision's [`Reason`](crate::Reason):
+//!
+//! | situation | reason | HTTP | gRPC |
+//! |---|---|---|---|
+//! | admitted | `WithinLimit` | your response, plus `RateLimit-Policy` and `RateLimit` | your response, the same fields as metadata |
+//! | denied by a limit | `OverLimit` | `429`, `Retry-After`, `RateLimit-Policy`, `RateLimit`, `Cache-Control: no-store`, an `application/problem+json` body | `RESOURCE_EXHAUSTED` with `RetryInfo` and `QuotaFailure` details, `grpc-retry-pushback-ms` |
+//! | denied, and the cost can never fit | `CostTooHigh` | `429` without `Retry-After`; the body says it will never be admitted | `RESOURCE_EXHAUSTED` without `RetryInfo`, `grpc-retry-pushback-ms: -1` |
+//! | no key in the request | no decision | `400`, problem+json saying what is missing | `INVALID_ARGUMENT` |
+//! | store down, limiter fails open | `FailOpen` | your response, no rate-limit fields | your response |
+//! | store down, limiter fails closed | `FailClosed` | `503` with `Retry-After`, no rate-limit fields | `UNAVAILABLE` with `RetryInfo` |
+//! | store down, a fallback limiter decides | the fallback's | as for that reason above, without rate-limit fields | the same |
+//! | store down, the limiter returns the error | no decision | `503` without `Retry-After` | `UNAVAILABLE` |
+//!
+//! The concurrency layer answers the same way, except that its admitted
+//! responses carry no rate-limit fields: a key with `max` requests in
+//! flight is denied for `OverLimit`, with `Retry-After: 1` (see
+//! [`several_limits`](super::several_limits#at-most-n-requests-in-flight-the-concurrency-limiter)).
+//! A store that is down is the subject of [`failures`](super::failures).
 //!
 //! The fields are those of the IETF draft
 //! [draft-ietf-httpapi-ratelimit-headers](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/)
@@ -20,12 +30,17 @@
 //! RateLimit: "second";r=0;t=1
 //! ```
 //!
+//! On the wire each limit is a *policy*, as the draft calls it: hence
+//! `RateLimit-Policy`, the `violated-policies` of the problem+json body, and
+//! the gRPC `QuotaFailure` subject `policy:<name>`. Each item is one limit:
+//!
 //! - `RateLimit-Policy` lists every limit the request was checked against:
-//!   its name, its quota `q` and its window `w` in seconds (for the buckets,
-//!   the capacity and the time to refill it fully).
+//!   its name and its [quota](crate::algorithm::Quota), the units `q` per
+//!   window `w` in seconds (for the buckets, the capacity and the time to
+//!   refill it fully).
 //! - `RateLimit` reports the most restrictive one: `r`, how many more
-//!   requests of cost 1 it would admit now, and `t`, the seconds until its
-//!   quota is back in full (for a denial: until the retry, if later).
+//!   requests of cost 1 it would admit now, and `t`, the seconds until all
+//!   `q` units are back (for a denial: until the retry, if later).
 //! - `Retry-After` is in whole seconds, **rounded up**: a client that waits
 //!   that long is never early (a 300 ms wait is `Retry-After: 1`, never `0`).
 //!
@@ -67,10 +82,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Policy names are the limiter's [name](crate::LimiterBuilder::name) (or
-//! each limit's name in a [`Limits`](crate::algorithm::Limits)): name them
-//! for your clients to read. Stacked layers each add their own items to the
-//! same two fields.
+//! The names in these fields are the limiter's
+//! [name](crate::LimiterBuilder::name) (or each limit's name in a
+//! [`Limits`](crate::algorithm::Limits)): name them for your clients to
+//! read. Stacked layers each add their own items to the same two fields.
 //!
 //! # What clients should do
 //!
@@ -92,9 +107,9 @@
 //! 5. **No rate-limit fields means "unknown", not "unlimited"**: they are
 //!    left out when the limiter could not reach its store.
 //! 6. **gRPC clients**: read `RetryInfo.retry_delay` from the status details
-//!    (tonic: `tonic_types::StatusExt::get_details_retry_info`), or let a
-//!    retry policy honour `grpc-retry-pushback-ms` (a negative value means
-//!    do not retry). floodgate never answers a gRPC client with HTTP 429,
+//!    (tonic: `tonic_types::StatusExt::get_details_retry_info`), or let the
+//!    client's retries honour `grpc-retry-pushback-ms` (a negative value
+//!    means do not retry). floodgate never answers a gRPC client with HTTP 429,
 //!    which gRPC clients would read as `UNAVAILABLE` and retry at once.
 //!
 //! Browsers show JavaScript only a few response headers unless the server
@@ -168,10 +183,15 @@
 //!
 //! # Your own rejections
 //!
-//! [`on_rejection`](crate::layer::RateLimitLayer::on_rejection) replaces
-//! every answer the layer gives by itself (429, 400, 503 and their gRPC
-//! forms). Start from the default and change what you need, so the headers
-//! stay right:
+//! `on_rejection`, on either layer
+//! ([`RateLimitLayer`](crate::layer::RateLimitLayer::on_rejection),
+//! [`ConcurrencyLimitLayer`](crate::layer::ConcurrencyLimitLayer::on_rejection)),
+//! replaces every answer the layer gives by itself (429, 400, 503 and their
+//! gRPC forms). It is given a [`Rejection`](crate::layer::Rejection): its
+//! `kind` ([`RejectionKind`](crate::layer::RejectionKind): `Limited` with
+//! each limit's report, `NoKey` with why, `Unavailable` with when to retry),
+//! whether the request is gRPC, the header style and the time. Start from
+//! the default and change what you need, so the headers stay right:
 //!
 //! ```
 //! # use floodgate::{algorithm::Gcra, key::PeerIp, store::MemoryStore, Limiter};

@@ -3,14 +3,14 @@
 //! # Metrics
 //!
 //! floodgate reports through the [`metrics`](https://docs.rs/metrics) facade,
-//! so any exporter works (Prometheus, `StatsD`, ...). Each limiter reports,
-//! labelled with its [name](crate::LimiterBuilder::name) (never with client
-//! keys, so the number of series stays small):
+//! so any exporter works (Prometheus, `StatsD`, ...). Each limiter, rate or
+//! concurrency, reports labelled with its [name](crate::LimiterBuilder::name)
+//! (never with client keys, so the number of series stays small):
 //!
 //! | metric | kind | labels | watch for |
 //! |---|---|---|---|
 //! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied`, `reason` = [why](crate::Reason) (`within_limit`, `over_limit`, `cost_too_high`, `fail_open`, `fail_closed`) | the share denied, per limiter: a jump is an attack, a broken client, or a limit set too low; `cost_too_high` is a client asking for more than a limit can ever hold. Counts charges (checks, the layers' charges, acquires), not peeks, refunds or releases |
-//! | `floodgate_degraded_total` | counter | `limiter` | anything above zero: the store is failing and the [failure policy](super::failures) is deciding |
+//! | `floodgate_degraded_total` | counter | `limiter` | anything above zero: the store is failing and the [failure policy](super::failures) is deciding. Of the same charges, those the policy decided (a fallback limiter's are counted in `floodgate_decisions_total` under its own name too) |
 //! | `floodgate_cache_hits_total` | counter | `limiter` | denials answered by the [deny cache](super::redis_and_cluster#clients-that-keep-hammering-the-deny-cache) without calling the store (also counted in `floodgate_decisions_total` as denied) |
 //! | `floodgate_decision_seconds` | histogram | `limiter` | the time of every call to Redis (charges, peeks, refunds, releases), round trip included: well under a millisecond on a healthy local network; near the timeout (100 ms) means trouble. Redis stores only: a memory decision takes about 100 ns and is not timed |
 //!
@@ -84,13 +84,14 @@
 //!
 //! | level | what | fields |
 //! |---|---|---|
-//! | `debug` span | `floodgate.decide`, around every decision | `limiter`, `policy` (or `policies`, their number), `mode`, `cost` |
+//! | `debug` span | `floodgate.decide`, around every decision | `limiter`, `limits` (their number), `mode` (`check`, `peek`, `refund`), `cost` |
 //! | `debug` | each decision made by the failure policy | `limiter`, `kind`, `policy`, `allowed` |
 //! | `warn` | the store is failing: at most once per second per limiter, with how many degraded decisions it stands for | `limiter`, `kind`, `error`, `policy`, `degraded_since_last_warning` |
 //! | `warn` | the circuit opened: the store is no longer called for a while | `limiter`, `kind`, `error`, `policy`, `failures`, `cool_down_ms` |
 //! | `info` | the circuit closed: limiting resumed | `limiter` |
-//! | `info` | shadow mode served a request over the limit | `limiter` |
+//! | `info` | shadow mode served a request over the limit | `limiter`, `reason` |
 //! | `warn` | a decision failed and the layer answered 503 ([`ReturnError`](crate::failure::FailurePolicy::ReturnError) policy) | `limiter`, `error` |
+//! | `warn` | what runs after the response failed: a refund, a response-based charge, a lease's release (the lease then expires by itself) | `error` |
 //!
 //! Denials themselves are not logged (they are counted): an attack would
 //! flood the logs. Log them from your own middleware or your access log if

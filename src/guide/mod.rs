@@ -18,7 +18,7 @@
 //! | what a request costs | 1 | [`costs`] |
 //! | several limits, tiers, counting by the response, in-flight limits | one limit | [`several_limits`] |
 //! | what happens when Redis is slow or down | fail open after 100 ms | [`failures`] |
-//! | which headers go out, and what clients do with them | IETF `RateLimit` fields | [`headers_and_clients`] |
+//! | what each decision is answered with (429, 503, ...), which headers go out, and what clients do with them | IETF `RateLimit` fields | [`headers_and_clients`] |
 //! | how to test your app with the limiter in it | - | [`testing`] |
 //! | how to watch it in production | metrics and spans off until you install a recorder or subscriber | [`metrics_and_tracing`] |
 //!
@@ -141,15 +141,17 @@
 //! Redis: `sudo apt-get install redis-server` (macOS: `brew install redis`)
 //! on one host that all app servers reach, or a managed Redis: floodgate
 //! needs only `FCALL` (Redis 7; `EVALSHA` before), no module. Nothing has to
-//! be loaded or migrated first: the code is loaded on first use, and again
-//! whenever Redis lacks it.
+//! be loaded or migrated first: a call that finds floodgate's code missing
+//! runs it by `EVAL` while it is loaded in the background, on first use and
+//! whenever Redis lacks it again.
 //!
 //! What each choice above means, and the alternatives, is in the sections.
 //!
 //! # Where the layer goes
 //!
-//! A [`RateLimitLayer`](crate::layer::RateLimitLayer) is an ordinary tower
-//! layer, placed like any other axum middleware:
+//! A [`RateLimitLayer`](crate::layer::RateLimitLayer) (or a
+//! [`ConcurrencyLimitLayer`](crate::layer::ConcurrencyLimitLayer)) is an
+//! ordinary tower layer, placed like any other axum middleware:
 //!
 //! - `Router::layer` covers every route added *before* it, and requests to
 //!   paths that match no route (a scanner probing for `/wp-admin` is

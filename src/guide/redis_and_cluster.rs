@@ -5,7 +5,7 @@
 //!
 //! | you run | store | |
 //! |---|---|---|
-//! | one app server (or trying floodgate out, or tests) | [`MemoryStore`] | per process, cannot fail, bounded to 1 000 000 keys by default |
+//! | one app server (or trying floodgate out, or tests) | [`MemoryStore`] | per process, cannot fail, bounded to 1 000 000 keys by default ([`with_max_keys`](crate::store::MemoryStore::with_max_keys); [`stats`](crate::store::MemoryStore::stats) says how many it holds) |
 //! | several app servers behind a load balancer | [`RedisStore`] | one Redis (with a replica for failover if you have one) |
 //! | more decisions than one Redis core can take | [`RedisClusterStore`] | each client's state on the shard that owns its key |
 //!
@@ -46,13 +46,17 @@
 //! ```
 //!
 //! Redis 7 or newer for Redis Functions (`FCALL`), which floodgate uses;
-//! on Redis 5 and 6 it falls back to `EVALSHA` of the same code by itself
-//! (floodgate's tests run on 7.0). No module to load (managed Redis services
-//! are fine). Nothing to set up first either: the function library is
-//! loaded on first use, and again whenever Redis lacks it (a new server,
-//! `FUNCTION FLUSH`, a new floodgate version) without a decision failing.
-//! Each floodgate version loads its own library (`floodgate_<hash>`); old
-//! ones stay until you `FUNCTION DELETE` them (a few tens of kB each).
+//! on Redis 5 and 6, or for a user whose ACL forbids functions, it calls the
+//! same code as a script (`EVALSHA`) by itself (floodgate's tests run on
+//! 7.0). No module to load (managed Redis services are fine). Nothing to set
+//! up first either: when Redis lacks floodgate's function library (a new
+//! server, `FUNCTION FLUSH`, a new floodgate version), the call that finds
+//! it missing runs the same code by `EVAL`, and the library is loaded in the
+//! background. A script Redis forgot (`NOSCRIPT`, after a restart or
+//! `SCRIPT FLUSH`) is sent by `EVAL` too. No decision fails or degrades
+//! because of it. Each version of floodgate's code loads its own library
+//! (`floodgate_<hash>`); old ones stay until you `FUNCTION DELETE` them (a
+//! few tens of kB each).
 //!
 //! Tuning [`RedisStore`] rarely matters: it shares 2 multiplexed connections
 //! ([`connections`](crate::store::RedisStore::connections)), each of which
@@ -61,18 +65,22 @@
 //! 70 000 decisions per second from one client process on a busy 2-core
 //! machine, within 3 to 15 % of the bare Redis call; Redis spends about 10 µs
 //! of CPU per decision, so one Redis core takes on the order of 100 000 per
-//! second. Authentication, the database and TLS (`rediss://`) are in the
-//! URL.
+//! second. Authentication and the database are in the URL
+//! (`redis://user:password@host:6379/0`). floodgate's redis-rs is built
+//! without TLS: `rediss://` is refused (see
+//! [`configuration`](super::configuration)).
 //!
 //! # One function, one key per client
 //!
 //! Each decision is one `FCALL` of one Lua function (`lua/main.lua`, with
 //! `lua/prelude.lua` and the six algorithms joined in front of it at compile
-//! time into a function library): it reads the state, decides and writes, atomically, on Redis'
-//! command thread. No number of app servers can slip two requests between a
-//! read and a write, which check-then-increment from the client cannot
-//! promise. The in-memory store runs a Rust twin of each algorithm that
-//! property tests compare with the script, decision by decision.
+//! time into a function library; a concurrency limiter's leases are a
+//! second function of it, `lua/concurrency.lua`): it reads the state,
+//! decides and writes, atomically, on Redis' command thread. No number of
+//! app servers can slip two requests between a read and a write, which
+//! check-then-increment from the client cannot promise. The in-memory store
+//! runs a Rust twin of each algorithm that property tests compare with the
+//! Lua code, decision by decision.
 //!
 //! The state of one client under one limiter is one Redis key:
 //!
@@ -80,6 +88,7 @@
 //! {prefix}:{limiter name}:{algorithm}:{<client key>}
 //! floodgate:api:sw:{203.0.113.9}
 //! floodgate:plan/day:fw:{user:7}         (one limit of a Limits named "day")
+//! floodgate:uploads:cc:{ana}             (a concurrency limiter's leases)
 //! ```
 //!
 //! The prefix ([`LimiterBuilder::prefix`](crate::LimiterBuilder::prefix),
@@ -109,7 +118,9 @@
 //! refunds, i.e. no [`Limiter::refund`](crate::Limiter::refund), no
 //! [`refund_when`](crate::layer::RateLimitLayer::refund_when), and
 //! [`refund_inner_denials(false)`](crate::layer::RateLimitLayer::refund_inner_denials)
-//! on a layer that wraps other limits.
+//! on a layer that wraps other limits. Limits chosen per request
+//! ([`limits_for`](crate::layer::RateLimitLayer::limits_for),
+//! [`check_with`](crate::Limiter::check_with)) bypass it.
 //!
 //! # What is atomic, and what is not
 //!
@@ -118,6 +129,7 @@
 //! | one limit on one key | yes | one script call |
 //! | several limits on one key ([`Limits`](crate::algorithm::Limits)) | yes, all or nothing | one script call over all of them; one shard in a cluster (same hash tag) |
 //! | a refund ([`refund_when`](crate::layer::RateLimitLayer::refund_when), [`Limiter::refund`](crate::Limiter::refund)) | yes, by itself | one script call, made after the response |
+//! | a concurrency limiter's acquire, and its release | yes, each | one script call each; an acquire given up on (timeout) is undone by a release sent after it on the same connection |
 //! | several keys per request (stacked layers: per IP and per user, per user and global) | **no** | one call per layer, in order, possibly on different shards; an outer charge is refunded when an inner limit denies ([`refund_inner_denials`](crate::layer::RateLimitLayer::refund_inner_denials)), so for a moment it holds a charge it will give back |
 //! | [`count_only_when`](crate::layer::RateLimitLayer::count_only_when) | **no** | a peek before, a charge after the response: requests in flight together can overshoot (see [`several_limits`](super::several_limits)) |
 //!
@@ -139,12 +151,37 @@
 //! # Redis Cluster
 //!
 //! [`RedisClusterStore`] is a drop-in replacement for [`RedisStore`]: the
-//! same scripts, the same decisions, each routed by its one key to the shard
-//! that owns it, so clients spread over all primaries. Redirections during
-//! resharding or failover (`MOVED`, `ASK`), `TRYAGAIN` and `CLUSTERDOWN` are
-//! retried: none of them ran the script, so retrying is safe. A connection
-//! that breaks *after* the call was sent is retried too, and may charge the
-//! request twice (a false denial later, never an admission too many).
+//! same code, the same decisions, each routed by its one key to the shard
+//! that owns it, so clients spread over all primaries. A node that lacks
+//! floodgate's code gets it as a single Redis does: the call runs by `EVAL`,
+//! and the library is loaded on that node in the background. Redirections
+//! during resharding or failover (`MOVED`, `ASK`), `TRYAGAIN` and
+//! `CLUSTERDOWN` are retried: none of them ran the code, so retrying is
+//! safe. A connection that breaks *after* the call was sent is retried too,
+//! and may charge the request twice (a false denial later, never an
+//! admission too many).
+//!
+//! [`from_nodes`](crate::store::RedisClusterStore::from_nodes) takes any
+//! reachable nodes and discovers the others. To set the cluster client up
+//! yourself (timeouts, retries, credentials), start from
+//! [`client_builder`](crate::store::RedisClusterStore::client_builder), which
+//! holds floodgate's defaults, and pass the client to
+//! [`from_client`](crate::store::RedisClusterStore::from_client). The redis
+//! crate it takes is re-exported as [`floodgate::store::redis`](crate::store::redis),
+//! so that your client is of the same version:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use floodgate::store::RedisClusterStore;
+//! use std::time::Duration;
+//!
+//! let client = RedisClusterStore::client_builder(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"])
+//!     .connection_timeout(Duration::from_millis(300))
+//!     .build()?; // a floodgate::store::redis::cluster::ClusterClient
+//! let store = RedisClusterStore::from_client(client);
+//! # let _ = store;
+//! # Ok(()) }
+//! ```
 //!
 //! What no store can fix: Redis replicates asynchronously, so a failover can
 //! lose the last few milliseconds of charges, and until a replica is

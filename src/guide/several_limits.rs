@@ -8,7 +8,7 @@
 //! name, and give it to one limiter. They are checked **all or nothing**: a
 //! request is admitted only if every limit admits it, and then charged to
 //! every one; if one denies, none is charged, so a client held back by the
-//! per-second limit does not also use up its daily quota. On Redis all of
+//! per-second limit does not also use up its daily limit. On Redis all of
 //! them are decided in one script call (their keys share the client's hash
 //! tag, so they sit on one shard of a cluster too): concurrent requests can
 //! never slip between them.
@@ -55,15 +55,16 @@
 //! stacked layers instead, and not atomic: see
 //! [`choosing_a_key`](super::choosing_a_key#several-keys-per-request-stacked-layers).
 //!
-//! # Tiers: a quota per request
+//! # Tiers: limits per request
 //!
 //! Customers on different plans need different limits, and a customer who
 //! upgrades should not start over. Give the layer a function that picks the
-//! quota per request, [`RateLimitLayer::limits_for`](crate::layer::RateLimitLayer::limits_for)
+//! limits per request, [`RateLimitLayer::limits_for`](crate::layer::RateLimitLayer::limits_for)
 //! (typically from what your auth layer put in the request); `None` keeps
 //! the limiter's own. Without HTTP, [`Limiter::check_with`](crate::Limiter::check_with)
-//! does the same for one call. The key's state is shared across quotas: a
-//! client that changes plan keeps what it has used.
+//! does the same for one call (and [`refund_with`](crate::Limiter::refund_with)
+//! gives its charge back). The key's state is shared across tiers: a client
+//! that changes plan keeps what it has used.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -94,8 +95,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The quotas are values of the limiter's algorithm type. To vary more than
-//! the numbers per tier, make the limiter's algorithm a
+//! The tiers' limits are values of the limiter's algorithm type. To vary
+//! more than the numbers per tier, make the limiter's algorithm a
 //! [`Limits`](crate::algorithm::Limits) and return a `Limits` per tier, with
 //! the same limit names to keep the state across tiers.
 //!
@@ -112,7 +113,7 @@
 //! - [`count_only_when`](crate::layer::RateLimitLayer::count_only_when):
 //!   charge only requests whose response matches, e.g. failed logins
 //!   (`401`, `403`). Until the response is known the layer only *peeks*: a
-//!   request passes while the quota is not used up, and is charged when its
+//!   request passes while the limit has room for it, and is charged when its
 //!   response matches.
 //!
 //! `count_only_when` opens a race: requests of one key that are in flight at
@@ -189,14 +190,25 @@
 //!
 //! Rate limits bound how many requests start per second; they do not bound
 //! how many run at once. Slow requests (uploads, reports, long polls) pile
-//! up even at a modest rate. [`ConcurrencyLimitLayer`](crate::layer::ConcurrencyLimitLayer)
-//! allows at most `max` requests in flight per key, across all app servers
-//! when the store is Redis, and answers the next one `429` (gRPC:
-//! `RESOURCE_EXHAUSTED`) with `Retry-After: 1` at once. Each request holds a
-//! lease from its admission until its response body ends or is dropped; a
-//! lease not released (a server that crashed mid-request) expires by itself
-//! after [`lease`](crate::concurrency::ConcurrencyLimiterBuilder::lease)
-//! (default 60 s; choose it longer than your slowest request).
+//! up even at a modest rate. A
+//! [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter) allows at
+//! most `max` requests in flight per key, across all app servers when the
+//! store is Redis. It is built like a [`Limiter`](crate::Limiter), with the
+//! same settings (prefix, name, clock, timeout, failure policy, circuit
+//! breaker, failure hook), and reports in the same metrics.
+//!
+//! [`ConcurrencyLimitLayer`](crate::layer::ConcurrencyLimitLayer) puts it in
+//! front of a service. Each request holds a lease from its admission until
+//! its response body ends or is dropped; the next one over `max` is answered
+//! `429` (gRPC: `RESOURCE_EXHAUSTED`) at once, with `Retry-After: 1`
+//! ([`retry_after`](crate::layer::ConcurrencyLimitLayer::retry_after)
+//! changes it: when a slot frees cannot be foreseen). The layer also takes
+//! [`shadow`](crate::layer::ConcurrencyLimitLayer::shadow) and
+//! [`on_rejection`](crate::layer::ConcurrencyLimitLayer::on_rejection), as
+//! the rate-limit layer does. A lease not released (a server that crashed
+//! mid-request) expires by itself after
+//! [`lease`](crate::concurrency::ConcurrencyLimiterBuilder::lease) (default
+//! 60 s; choose it longer than your slowest request).
 //!
 //! ```
 //! use axum::{body::Body, http::{Request, StatusCode}, routing::post, Router};
@@ -224,7 +236,21 @@
 //! let second = upload().await?;
 //! assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
 //! assert_eq!(second.headers()["retry-after"], "1");
+//! assert_eq!(second.headers()["ratelimit-policy"], r#""uploads";q=1;w=600"#);
 //! drop(first); // the response is done: the slot is free
 //! assert_eq!(upload().await?.status(), StatusCode::OK);
 //! # Ok(()) }
 //! ```
+//!
+//! The `429` names the limit in the rate-limit fields, `q` the most in
+//! flight and `w` the lease; admitted responses carry none. Every request
+//! holds one slot, whatever its cost.
+//!
+//! Without the layer, [`acquire(key)`](crate::concurrency::ConcurrencyLimiter::acquire)
+//! returns a [`Lease`](crate::concurrency::Lease), released when dropped, or
+//! the denying [`Decision`](crate::Decision) with its reason;
+//! [`peek`](crate::concurrency::ConcurrencyLimiter::peek) and
+//! [`in_flight`](crate::concurrency::ConcurrencyLimiter::in_flight) take
+//! nothing. What it does when Redis is down (fail open admits without a
+//! lease, fail closed answers `503`, a fallback is another concurrency
+//! limiter) is in [`failures`](super::failures#the-concurrency-limiter).

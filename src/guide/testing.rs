@@ -9,8 +9,8 @@
 //! # Build the app from its limiters
 //!
 //! Let one function build the app from its limiters, and another build the
-//! limiters with the quotas: production passes Redis and no clock, tests
-//! pass a memory store and a manual clock, and the quotas under test are the
+//! limiters with their limits: production passes Redis and no clock, tests
+//! pass a memory store and a manual clock, and the limits under test are the
 //! ones you ship.
 //!
 //! ```
@@ -108,6 +108,9 @@
 //!   [`behind_nginx`](super::behind_nginx)), including one the client forged.
 //! - **The leaky bucket delays** admitted requests with `tokio::time::sleep`;
 //!   a `#[tokio::test(start_paused = true)]` test skips the wait.
+//! - **A concurrency lease** is held until the response body ends or is
+//!   dropped: a test holds a slot by keeping the response, and frees it by
+//!   dropping it (see [`several_limits`](super::several_limits#at-most-n-requests-in-flight-the-concurrency-limiter)).
 //! - **Store failures**: a [`RedisStore`](crate::store::RedisStore) at
 //!   `redis://127.0.0.1:1` fails at once. Build your app's limiters over it
 //!   to test what your app answers while Redis is down (see
@@ -120,7 +123,7 @@
 //!   floodgate's own tests start a `redis-server` per test on a free port
 //!   (`tests/common/`).
 //!
-//! A limiter can be used without the layer, so its quotas can be tested on
+//! A limiter can be used without the layer, so its limits can be tested on
 //! their own:
 //!
 //! ```
