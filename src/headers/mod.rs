@@ -1,6 +1,6 @@
 //! The rate-limit header fields floodgate writes on responses.
 //!
-//! [`write_headers`] renders the decisions of a request's policies in the
+//! [`write_headers`] renders the decisions of a request's limits in the
 //! chosen [`HeaderStyle`]: the IETF `RateLimit-Policy` / `RateLimit` fields
 //! (draft-ietf-httpapi-ratelimit-headers-11), the legacy `X-RateLimit-*`
 //! fields, both, or none.
@@ -50,7 +50,7 @@ pub(crate) use report::ceil_secs;
 
 /// `RateLimit-Policy`: the quota and window of every policy.
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
-/// `RateLimit`: what is left of the most restrictive policy.
+/// `RateLimit`: what is left of the most restrictive limit.
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 /// `X-RateLimit-Limit`.
 pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");

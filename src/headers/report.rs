@@ -1,4 +1,4 @@
-//! One policy's decision, as the wire formats see it.
+//! One limit's decision, as the wire formats see it.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -7,10 +7,10 @@ use std::time::Duration;
 use crate::algorithm::Quota;
 use crate::Decision;
 
-/// One policy's decision for a request: what the header fields and rejection
+/// One limit's decision for a request: what the header fields and rejection
 /// bodies report.
 ///
-/// A request checked against several policies gives one report per policy.
+/// A request checked against several limits gives one report per limit.
 ///
 /// The name goes on the wire as an RFC 9651 String, which allows only
 /// printable ASCII (`0x20..=0x7e`). Any other character (non-ASCII, control
@@ -19,16 +19,16 @@ use crate::Decision;
 /// `"caf_"`. Quotes and backslashes are kept (they are escaped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitReport<'a> {
-    /// The policy's name, `"default"` unless configured.
+    /// The limit's name, `"default"` unless configured.
     pub name: &'a str,
     /// The limit's quota: units per window.
     pub quota: Quota,
-    /// The decision the policy made for this request.
+    /// The decision the limit made for this request.
     pub decision: &'a Decision,
 }
 
 impl<'a> LimitReport<'a> {
-    /// A report of `decision` made under the policy `name`.
+    /// A report of `decision` made under the limit `name`.
     pub fn new(name: &'a str, quota: Quota, decision: &'a Decision) -> Self {
         Self {
             name,
@@ -66,11 +66,11 @@ pub(crate) fn sanitize_name(name: &str) -> Cow<'_, str> {
     }
 }
 
-/// The report the single-policy fields (`RateLimit`, `X-RateLimit-*`)
+/// The report the single-limit fields (`RateLimit`, `X-RateLimit-*`)
 /// describe: among the non-degraded reports, a denial before an admission,
 /// then the fewest remaining, then the longest wait, then the first given.
 ///
-/// Denials come first so a 429 never reports an admitting policy with a few
+/// Denials come first so a 429 never reports an admitting limit with a few
 /// requests left (possible when a costly request is denied with
 /// `remaining > 0`).
 pub(crate) fn most_restrictive<'r, 'a>(

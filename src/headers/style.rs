@@ -2,7 +2,7 @@
 
 /// The rate-limit header fields written on responses.
 ///
-/// The values below are for one policy named `"api"` with a quota of 100
+/// The values below are for one limit named `"api"` with a quota of 100
 /// requests per minute, 42 requests left and 17 seconds until the quota is
 /// back in full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -19,7 +19,7 @@ pub enum HeaderStyle {
     #[default]
     Ietf,
     /// The de-facto `X-RateLimit-*` fields, for clients written against
-    /// GitHub-style APIs. They describe the most restrictive policy only.
+    /// GitHub-style APIs. They describe the most restrictive limit only.
     /// `X-RateLimit-Limit` is that decision's [`limit`](crate::Decision::limit)
     /// (the most a key can hold at once), the number `Remaining` counts down
     /// from.

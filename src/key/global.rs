@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use super::{KeyExtractor, KeyRejection};
 
-/// Gives every request the same key: one quota for the whole service, e.g.
+/// Gives every request the same key: one limit for the whole service, e.g.
 /// to protect a backend that can take only so much.
 ///
 /// ```

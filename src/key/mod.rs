@@ -1,7 +1,7 @@
 //! Which bucket a request counts against: the rate-limit key.
 //!
 //! A [`KeyExtractor`] turns a request into a string key. Requests with the
-//! same key share one quota. If no key can be found the extractor returns a
+//! same key are counted together. If no key can be found the extractor returns a
 //! [`KeyRejection`], which the layer answers with `400` by default: a request
 //! without a key is never put into a shared "unknown" bucket.
 //!

@@ -16,8 +16,9 @@
 //!   `RESOURCE_EXHAUSTED` with `RetryInfo` and `QuotaFailure` details,
 //!   never an HTTP 429;
 //! - no key: 400 problem+json (gRPC: `INVALID_ARGUMENT`) naming why;
-//! - store down and the failure policy denies: 503 (gRPC: `UNAVAILABLE`),
-//!   with no rate-limit headers, since they would be false.
+//! - store down and the failure policy fails closed: 503 (gRPC:
+//!   `UNAVAILABLE`), with no rate-limit headers, since they would be false;
+//!   a fallback limiter's denial is answered like any other, 429.
 //!
 //! Both layers share one response future ([`ResponseFuture`]), one body
 //! ([`ResponseBody`]) and one rejection path: every answer a layer gives by

@@ -10,9 +10,9 @@ use crate::headers::{ceil_secs, LimitReport};
 /// When the rejected request may be retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Retry {
-    /// After this long: the latest retry time of the denying policies.
+    /// After this long: the latest retry time of the denying limits.
     After(Duration),
-    /// Never: the request costs more than some policy's limit.
+    /// Never: the request costs more than some limit can hold.
     Never,
     /// No report denied the request, so there is nothing to say.
     Unknown,
@@ -40,12 +40,13 @@ impl<'r, 'a> Denial<'r, 'a> {
         Self { denied, retry }
     }
 
-    /// The wire names of the denying policies, in order.
+    /// The wire names of the denying limits, in order.
     pub(crate) fn violated(&self) -> Vec<Cow<'a, str>> {
         self.denied.iter().map(|r| r.wire_name()).collect()
     }
 
-    /// One or two sentences for a person: which policies, and how long to
+    /// One or two sentences for a person: which limits ("policies" on the
+    /// wire, as the draft calls them), and how long to
     /// wait or why waiting will not help.
     pub(crate) fn detail(&self) -> String {
         match self.retry {

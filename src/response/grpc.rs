@@ -54,8 +54,8 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
 /// and `grpc-status-details-bin` holding a `google.rpc.Status` with
 ///
 /// - `RetryInfo { retry_delay }`: the latest retry time of the denying
-///   policies; left out when a denying policy can never admit the request;
-/// - `QuotaFailure`: one violation per denying policy, with subject
+///   limits; left out when a denying limit can never admit the request;
+/// - `QuotaFailure`: one violation per denying limit, with subject
 ///   `policy:<name>`, `quota_id` the name and `quota_value` its quota.
 ///
 /// It also carries `grpc-retry-pushback-ms` (the same delay in milliseconds

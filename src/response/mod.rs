@@ -5,9 +5,9 @@
 //!
 //! | situation | HTTP client | gRPC client |
 //! |---|---|---|
-//! | a policy denied the request | [`too_many_requests`]: 429 | `grpc_resource_exhausted`: `RESOURCE_EXHAUSTED` |
+//! | a limit denied the request | [`too_many_requests`]: 429 | `grpc_resource_exhausted`: `RESOURCE_EXHAUSTED` |
 //! | no rate-limit key in the request | [`bad_request`]: 400 | `grpc_invalid_argument`: `INVALID_ARGUMENT` |
-//! | store down, policy fails closed | [`service_unavailable`]: 503 | `grpc_unavailable`: `UNAVAILABLE` |
+//! | store down, the failure policy denies | [`service_unavailable`]: 503 | `grpc_unavailable`: `UNAVAILABLE` |
 //!
 //! HTTP rejections carry an RFC 9457 `application/problem+json` body and
 //! `Cache-Control: no-store`. gRPC rejections (feature `grpc`) are

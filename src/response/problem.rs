@@ -19,8 +19,8 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// A `429 Too Many Requests` for a request some of `reports` denied.
 ///
-/// - `Retry-After`: the latest retry time of the denying policies, in whole
-///   seconds rounded up. Left out when a denying policy can never admit the
+/// - `Retry-After`: the latest retry time of the denying limits, in whole
+///   seconds rounded up. Left out when a denying limit can never admit the
 ///   request (its cost exceeds the limit), as waiting would not help.
 /// - The rate-limit fields of `style` (see
 ///   [`write_headers_at`](crate::headers::write_headers_at)), with `now` as

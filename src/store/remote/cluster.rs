@@ -160,7 +160,7 @@ impl RedisClusterStore {
         Self::from_nodes([url])
     }
 
-    /// A store over a cluster client you configured yourself (TLS, auth,
+    /// A store over a cluster client you configured yourself (auth,
     /// timeouts, retries); start from
     /// [`client_builder`](Self::client_builder) to keep floodgate's defaults
     /// for what you do not set. The client is redis-rs's, re-exported as

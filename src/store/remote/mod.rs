@@ -67,8 +67,8 @@ pub struct RedisStore {
 
 impl RedisStore {
     /// A store over connections to `url`
-    /// (`redis://[user:password@]host:port[/db]`, or `rediss://` for TLS
-    /// when redis-rs is built with TLS). Connections are made lazily: this
+    /// (`redis://[user:password@]host:port[/db]`; TLS is not built in yet,
+    /// so `rediss://` is refused). Connections are made lazily: this
     /// fails only on a malformed URL (an error naming `url`), not when Redis
     /// is down.
     ///
