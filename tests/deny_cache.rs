@@ -35,6 +35,28 @@ fn fcall_calls(redis: &RedisServer) -> u64 {
         .unwrap_or(0)
 }
 
+/// A limiter of `alg` named `name` on `store` at `clock`, failing with an
+/// error, with a deny cache of `cache` keys or none.
+fn limiter<A: Algorithm>(
+    store: &Store,
+    alg: A,
+    name: &str,
+    clock: &ManualClock,
+    cache: Option<usize>,
+) -> Limiter<A> {
+    let b = Limiter::builder(store.clone(), alg)
+        .name(name)
+        .clock(clock.clone())
+        .on_store_failure(FailurePolicy::ReturnError)
+        .timeout(Duration::from_secs(10));
+    match cache {
+        Some(max) => b.deny_cache(NonZeroUsize::new(max).unwrap()),
+        None => b,
+    }
+    .build()
+    .unwrap()
+}
+
 /// Same traffic through a cached and an uncached limiter (separate
 /// namespaces, one Redis, one clock): the same decision and the same wait
 /// (give or take the last ms of rounding, never shorter) every time (denied calls change no state, so skipping them keeps both
@@ -48,23 +70,11 @@ fn same_answers<A: Algorithm>(
     static CASE: AtomicU64 = AtomicU64::new(0);
     let case = CASE.fetch_add(1, Ordering::Relaxed);
     let clock = ManualClock::new(1_700_000_000_000);
-    let build = |prefix: String, cache: bool| {
-        let b = Limiter::builder(RedisStore::from_url(&redis.url()).unwrap(), alg.clone())
-            .prefix(prefix)
-            .clock(clock.clone())
-            .on_store_failure(FailurePolicy::ReturnError)
-            .timeout(Duration::from_secs(5));
-        if cache {
-            b.deny_cache(NonZeroUsize::new(1000).unwrap())
-        } else {
-            b
-        }
-        .build()
-        .unwrap()
-    };
+    let store: Store = RedisStore::from_url(&redis.url()).unwrap().into();
+    let build = |name: String, cache| limiter(&store, alg.clone(), &name, &clock, cache);
     let (cached, plain) = (
-        build(format!("c{case}"), true),
-        build(format!("p{case}"), false),
+        build(format!("c{case}"), Some(1000)),
+        build(format!("p{case}"), None),
     );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -142,26 +152,11 @@ fn never_denies_what_the_store_would_admit() {
 async fn a_client_hammering_while_denied_costs_no_redis_call() {
     let redis = RedisServer::start();
     let clock = ManualClock::new(1_700_000_000_000);
-    let build = |name: &str, cache: bool| {
-        let b = Limiter::builder(
-            RedisStore::from_url(&redis.url()).unwrap(),
-            Gcra::new(10, Duration::from_secs(1)),
-        )
-        .name(name)
-        .clock(clock.clone())
-        .on_store_failure(FailurePolicy::ReturnError)
-        .timeout(Duration::from_secs(10));
-        if cache {
-            b.deny_cache(NonZeroUsize::new(10_000).unwrap())
-        } else {
-            b
-        }
-        .build()
-        .unwrap()
-    };
+    let store: Store = RedisStore::from_url(&redis.url()).unwrap().into();
+    let gcra = Gcra::new(10, Duration::from_secs(1));
     let mut calls = Vec::new();
-    for (name, cache) in [("plain", false), ("cached", true)] {
-        let limiter = build(name, cache);
+    for (name, cache) in [("plain", None), ("cached", Some(10_000))] {
+        let limiter = limiter(&store, gcra, name, &clock, cache);
         for _ in 0..10 {
             assert!(limiter.check("abuser", 1).await.unwrap().allowed);
         }
@@ -188,17 +183,9 @@ async fn a_client_hammering_while_denied_costs_no_redis_call() {
 #[tokio::test]
 async fn a_refund_clears_the_cached_denial() {
     let redis = RedisServer::start();
-    let clock = ManualClock::new(0);
-    let limiter = Limiter::builder(
-        RedisStore::from_url(&redis.url()).unwrap(),
-        FixedWindow::new(2, Duration::from_secs(60)),
-    )
-    .clock(clock)
-    .on_store_failure(FailurePolicy::ReturnError)
-    .timeout(Duration::from_secs(10))
-    .deny_cache(NonZeroUsize::new(100).unwrap())
-    .build()
-    .unwrap();
+    let store: Store = RedisStore::from_url(&redis.url()).unwrap().into();
+    let two = FixedWindow::new(2, Duration::from_secs(60));
+    let limiter = limiter(&store, two, "rl", &ManualClock::new(0), Some(100));
     limiter.check("ana", 2).await.unwrap();
     assert!(!limiter.check("ana", 1).await.unwrap().allowed);
     limiter.refund("ana", 1).await.unwrap();
@@ -226,18 +213,9 @@ fn long_key_and_its_spelling() -> (String, String) {
 /// A limiter of one request per minute at a standing time on `store`,
 /// named `name`, with the deny cache or without.
 fn one_per_minute(store: &Store, name: &str, cache: bool) -> Limiter<FixedWindow> {
-    let b = Limiter::builder(store.clone(), FixedWindow::new(1, Duration::from_secs(60)))
-        .name(name)
-        .clock(ManualClock::new(1_700_000_000_000))
-        .on_store_failure(FailurePolicy::ReturnError)
-        .timeout(Duration::from_secs(10));
-    if cache {
-        b.deny_cache(NonZeroUsize::new(100).unwrap())
-    } else {
-        b
-    }
-    .build()
-    .unwrap()
+    let minute = FixedWindow::new(1, Duration::from_secs(60));
+    let clock = ManualClock::new(1_700_000_000_000);
+    limiter(store, minute, name, &clock, cache.then_some(100))
 }
 
 /// The deny cache keeps a long key's hash apart from a short key spelled

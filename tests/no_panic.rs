@@ -91,12 +91,17 @@ fn ms(n: u64) -> Duration {
 
 /// A count (limit, capacity, burst): small ones often, every size, the ends.
 fn count() -> impl Strategy<Value = u64> + Clone {
+    count_to(MAX)
+}
+
+/// A count up to `most`, as `count`.
+fn count_to(most: u64) -> impl Strategy<Value = u64> + Clone {
     prop_oneof![
         4 => 1..=4u64,
         4 => 1..=16u64,
-        3 => 1..=MAX,
+        3 => 1..=most,
         1 => Just(1),
-        1 => Just(MAX),
+        1 => Just(most),
     ]
 }
 
@@ -238,21 +243,10 @@ fn sliding_window() -> impl Strategy<Value = Gen<SlidingWindow>> + Clone {
     (count(), window_ms()).prop_map(|(l, w)| (SlidingWindow::new(l, ms(w)), PLAIN))
 }
 
-/// A sliding log's limit: as `count`, up to `MAX_LOG`.
-fn log_limit() -> impl Strategy<Value = u64> + Clone {
-    prop_oneof![
-        4 => 1..=4u64,
-        4 => 1..=16u64,
-        3 => 1..=MAX_LOG,
-        1 => Just(1),
-        1 => Just(MAX_LOG),
-    ]
-}
-
 /// A sliding log, its window cut to the longest its limit allows
 /// (`limit` × `window` below 2^50).
 fn sliding_log() -> impl Strategy<Value = Gen<SlidingLog>> + Clone {
-    (log_limit(), window_ms()).prop_map(|(l, w)| {
+    (count_to(MAX_LOG), window_ms()).prop_map(|(l, w)| {
         let w = w.min(((1 << 50) - 1) / l);
         (SlidingLog::try_new(l, ms(w)).unwrap(), PLAIN)
     })
