@@ -167,18 +167,24 @@ mod algorithms {
         let ctors: Ctors<u64, Duration, SlidingLog> = (SlidingLog::try_new, SlidingLog::new);
         count_and_window(ctors, ("limit", MAX_LOG), "window");
         // At most 2^16 entries: one per unit admitted.
+        assert_eq!(MAX_LOG, 1 << 16);
         let entries = "must be at most 2^16 for a sliding log (one entry per unit admitted): above, use a sliding window";
         invalid(ctors, (MAX_LOG + 1, MS), "limit", entries);
         invalid(ctors, (MAX, MS), "limit", entries);
+        valid(ctors, (MAX_LOG, SEC));
         // limit × window (ms) below 2^50.
         let product = "limit × window (ms) must stay below 2^50 for a sliding log";
         valid(ctors, (MAX_LOG, ms((1 << 34) - 1)));
         invalid(ctors, (MAX_LOG, ms(1 << 34)), "limit", product);
         valid(ctors, ((1 << 10) - 1, ms(MAX)));
         invalid(ctors, (1 << 10, ms(MAX)), "limit", product);
-        // Each field's own bound comes first.
+        valid(ctors, (1 << 15, ms((1 << 35) - 1)));
+        invalid(ctors, (1 << 15, ms(1 << 35)), "limit", product);
+        // Each field's own bound comes first, then the entries, then the
+        // product.
         invalid(ctors, (MAX + 1, ms(MAX)), "limit", AT_MOST_2_40);
         invalid(ctors, (MAX_LOG, ms(MAX + 1)), "window", AT_MOST_2_40_MS);
+        invalid(ctors, (MAX_LOG + 1, ms(MAX)), "limit", entries);
     }
 
     #[test]
@@ -198,9 +204,26 @@ mod algorithms {
         );
         rejected(steady.try_burst(u64::MAX), "burst");
         // The schedule: burst × period / limit (100 ms) at most 2^40 ms.
+        let long = "invalid `burst`: burst × period / limit must be at most 2^40 ms";
         assert_eq!(
             rejected(steady.try_burst(MAX / 100 + 1), "burst").to_string(),
-            "invalid `burst`: burst × period / limit must be at most 2^40 ms"
+            long
+        );
+        // At its ends: one unit of 2^40 ms; 2^20 units of 2^20 ms, above
+        // the limit; any burst of a fast one.
+        let slowest = Gcra::new(1, ms(MAX));
+        assert_eq!(slowest.try_burst(1).unwrap(), slowest);
+        assert_eq!(rejected(slowest.try_burst(2), "burst").to_string(), long);
+        let wide = Gcra::new(1 << 10, ms(1 << 30));
+        wide.try_burst(1 << 20).unwrap();
+        let e = rejected(wide.try_burst((1 << 20) + 1), "burst");
+        assert_eq!(e.to_string(), long);
+        Gcra::new(MAX, MS).try_burst(MAX).unwrap();
+        Gcra::new(MAX, ms(MAX)).try_burst(MAX).unwrap();
+        // The burst's own bound comes first.
+        assert_eq!(
+            rejected(slowest.try_burst(MAX + 1), "burst").to_string(),
+            "invalid `burst`: must be at most 2^40"
         );
         for n in [1, 10, MAX / 100] {
             assert_eq!(
@@ -213,8 +236,10 @@ mod algorithms {
         assert_eq!(steady.try_burst(10).unwrap(), steady);
     }
 
-    /// The bounds of a bucket: its capacity, 1 to 2^40, and its rate per
-    /// second, finite and positive, one unit in 2^-40 ms to 2^40 ms.
+    /// The bounds of a bucket: its capacity, 1 to 2^40; its rate per
+    /// second, finite and positive, one unit in 2^-40 ms to 2^40 ms; and
+    /// the time to refill (or drain) fully, at most 2^40 ms, which names
+    /// the capacity.
     fn bucket<T: Debug + PartialEq>(ctors: Ctors<u64, f64, T>, rate: &str) {
         invalid(ctors, (0, 1.0), "capacity", AT_LEAST_1);
         invalid(ctors, (MAX + 1, 1.0), "capacity", AT_MOST_2_40);
@@ -224,7 +249,14 @@ mod algorithms {
         let long = "the time to refill or drain fully (capacity / rate) must be at most 2^40 ms";
         valid(ctors, (MAX, 1000.0));
         invalid(ctors, (MAX, 1000.0_f64.next_down()), "capacity", long);
+        valid(ctors, (1, MIN_RATE));
         invalid(ctors, (2, MIN_RATE), "capacity", long);
+        valid(ctors, (2, 2.0 * MIN_RATE));
+        invalid(ctors, (3, 2.0 * MIN_RATE), "capacity", long);
+        // Each field's own bound comes first.
+        invalid(ctors, (MAX + 1, MIN_RATE), "capacity", AT_MOST_2_40);
+        let too_small = "is too small: one unit would take over 34 years";
+        invalid(ctors, (2, MIN_RATE.next_down()), rate, too_small);
 
         let not_positive = "must be a finite number above 0";
         for r in [
@@ -239,7 +271,6 @@ mod algorithms {
         ] {
             invalid(ctors, (1, r), rate, not_positive);
         }
-        let too_small = "is too small: one unit would take over 34 years";
         for r in [MIN_RATE.next_down(), f64::MIN_POSITIVE, 5e-324, 1e-12] {
             invalid(ctors, (1, r), rate, too_small);
         }
@@ -301,6 +332,24 @@ mod algorithms {
     #[should_panic(expected = "invalid `leak_per_sec`: is too small")]
     fn new_panics_naming_the_leak_rate() {
         let _ = LeakyBucket::new(1, std::hint::black_box(1e-12));
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid `limit`: must be at most 2^16 for a sliding log")]
+    fn new_panics_naming_a_sliding_log_s_entries() {
+        let _ = SlidingLog::new(std::hint::black_box(MAX_LOG + 1), SEC);
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid `capacity`: the time to refill or drain fully")]
+    fn new_panics_naming_a_token_bucket_s_refill() {
+        let _ = TokenBucket::new(std::hint::black_box(MAX), 999.0);
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid `capacity`: the time to refill or drain fully")]
+    fn new_panics_naming_a_leaky_bucket_s_drain() {
+        let _ = LeakyBucket::new(std::hint::black_box(2), MIN_RATE);
     }
 
     #[test]
