@@ -246,7 +246,8 @@ mod algorithms {
         invalid(ctors, (u64::MAX, 1.0), "capacity", AT_MOST_2_40);
         valid(ctors, (1, 1.0));
         // The time to refill or drain fully, at most 2^40 ms.
-        let long = "the time to refill or drain fully (capacity / rate) must be at most 2^40 ms";
+        let long =
+            "the time to refill or drain fully (1000 × capacity / rate ms) must be at most 2^40 ms";
         valid(ctors, (MAX, 1000.0));
         invalid(ctors, (MAX, 1000.0_f64.next_down()), "capacity", long);
         valid(ctors, (1, MIN_RATE));

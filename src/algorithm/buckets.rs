@@ -21,7 +21,7 @@ bucket_types! {
     /// const API: TokenBucket = TokenBucket::new(100, 10.0); // bursts of 100, then 10/s
     /// assert!(TokenBucket::try_new(10, f64::NAN).is_err());
     /// ```
-    TokenBucket(refill_per_sec = "refill_per_sec"): "A bucket of `capacity` tokens (1 to 2^40) refilled at `refill_per_sec` tokens per second (finite, above 0, one token in at most 2^40 ms).";
+    TokenBucket(refill_per_sec = "refill_per_sec"): "A bucket of `capacity` tokens (1 to 2^40) refilled at `refill_per_sec` tokens per second (finite, above 0, one token in at most 2^40 ms; a full refill, `capacity / refill_per_sec` seconds, at most 2^40 ms, else the error names `capacity`).";
 
     /// Leaky bucket as a queue, like nginx `limit_req` without `nodelay`.
     ///
@@ -42,5 +42,5 @@ bucket_types! {
     /// use floodgate::algorithm::LeakyBucket;
     /// const SMOOTH: LeakyBucket = LeakyBucket::new(20, 10.0); // queue up to 20, 10/s out
     /// ```
-    LeakyBucket(leak_per_sec = "leak_per_sec"): "A queue of `capacity` cost units (1 to 2^40) drained at `leak_per_sec` units per second (finite, above 0, one unit in at most 2^40 ms).";
+    LeakyBucket(leak_per_sec = "leak_per_sec"): "A queue of `capacity` cost units (1 to 2^40) drained at `leak_per_sec` units per second (finite, above 0, one unit in at most 2^40 ms; a full drain, `capacity / leak_per_sec` seconds, at most 2^40 ms, else the error names `capacity`).";
 }

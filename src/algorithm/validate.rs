@@ -264,7 +264,7 @@ macro_rules! bucket_types {
             const fn refill_in_bounds(t: &Self) -> Result<(), $crate::algorithm::validate::Invalid> {
                 $crate::algorithm::validate::schedule(t.capacity, 1000.0 / t.rate, $crate::algorithm::validate::invalid!(
                     "capacity",
-                    "the time to refill or drain fully (capacity / rate) must be at most 2^40 ms"
+                    "the time to refill or drain fully (1000 × capacity / rate ms) must be at most 2^40 ms"
                 ))
             }
         }

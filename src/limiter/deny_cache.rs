@@ -11,7 +11,7 @@ use std::time::Duration;
 
 type Map = HashMap<Entry, Denied, foldhash::fast::RandomState>;
 
-/// A user key as the stores bound it (itself, or its hash when long), and
+/// A user key as the memory store bounds it (itself, or its hash when long), and
 /// whether it is the hash: a short key may read like one.
 #[derive(PartialEq, Eq, Hash)]
 struct Entry {

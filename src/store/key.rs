@@ -32,9 +32,11 @@ pub(crate) fn storage_key(head: &str, user: &str) -> String {
     out
 }
 
-/// The user key as every store bounds it: itself, or its hash (see
-/// [`hashed_user_key`]) when it is longer than [`MAX_KEY_BYTES`]. Distinct
-/// results for distinct keys but with the odds of a 128-bit hash.
+/// The user key as the memory store and the deny cache bound it: itself,
+/// or its hash (see [`hashed_user_key`]) when it is longer than
+/// [`MAX_KEY_BYTES`]. (Redis keys hash by the *escaped* length, see
+/// [`storage_key`]; each way keeps distinct keys apart.) Distinct results
+/// for distinct keys but with the odds of a 128-bit hash.
 pub(crate) fn bounded(user: &str) -> std::borrow::Cow<'_, str> {
     if user.len() > MAX_KEY_BYTES {
         hashed_user_key(user).into()
