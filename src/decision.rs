@@ -114,6 +114,9 @@ impl Decision {
     /// result is allowed only if all are; its delay is the longest, and it
     /// is degraded if any is.
     pub(crate) fn combine(first: Decision, rest: &[Decision]) -> Decision {
+        if rest.is_empty() {
+            return first;
+        }
         let rank = |d: &Decision| {
             let wait = match d.retry_after {
                 None if !d.allowed => Duration::MAX,

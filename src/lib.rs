@@ -41,6 +41,12 @@
 // are `#[must_use]`. (Here rather than in Cargo.toml, so that it holds even
 // when clippy is run with `-W clippy::pedantic`.)
 #![allow(clippy::must_use_candidate)]
+// The steps of a memory-store decision (~80 ns) are `#[inline(always)]`
+// (`limiter/core.rs`, `limiter/decided.rs`, `pending.rs`, the replies): left
+// to itself the compiler keeps some out of line, and each copy of a result
+// that is not built in place stalls the CPU; BENCHMARKS.md measures it
+// (10 % slower with plain `#[inline]`).
+#![allow(clippy::inline_always)]
 // Cargo.toml allows these for tests and benchmarks (see the reasons there);
 // the library keeps them: only algorithm/ allows the casts again, for its
 // Lua-exact arithmetic.

@@ -46,9 +46,9 @@ impl Metrics {
 
     /// A charging decision.
     #[inline]
-    pub(crate) fn decided(&self, d: &Decision) {
-        self.decisions[d.reason.index()].increment(1);
-        if d.degraded {
+    pub(crate) fn decided(&self, reason: Reason, degraded: bool) {
+        self.decisions[reason.index()].increment(1);
+        if degraded {
             self.degraded.increment(1);
         }
     }
@@ -61,7 +61,7 @@ impl Metrics {
     /// A denial answered by the deny cache.
     pub(crate) fn cache_hit(&self, d: &Decision) {
         self.cache_hits.increment(1);
-        self.decided(d);
+        self.decided(d.reason, d.degraded);
     }
 }
 

@@ -18,15 +18,23 @@ pub(crate) struct Pending<T> {
     state: State<T>,
 }
 
+/// Flat, so that a ready result is moved out as it was written.
 enum State<T> {
-    Ready(Option<Result<T, Error>>),
+    Ready(T),
+    Failed(Error),
     Later(LaterFuture<T>),
+    /// Taken by a poll: never ready again, as a fused future.
+    Taken,
 }
 
 impl<T> Pending<T> {
+    #[inline(always)]
     pub(crate) fn ready(result: Result<T, Error>) -> Self {
         Self {
-            state: State::Ready(Some(result)),
+            state: match result {
+                Ok(t) => State::Ready(t),
+                Err(e) => State::Failed(e),
+            },
         }
     }
 
@@ -71,20 +79,30 @@ impl<T> Pending<T> {
     where
         T: 'static,
     {
-        match self.state {
-            State::Ready(Some(result)) => Pending::ready(result.map(f)),
-            // Already taken: stays so.
-            State::Ready(None) => Pending {
-                state: State::Ready(None),
-            },
-            State::Later(future) => Pending::later(Box::pin(async move { future.await.map(f) })),
+        let state = match self.state {
+            State::Ready(t) => State::Ready(f(t)),
+            State::Failed(e) => State::Failed(e),
+            State::Later(future) => State::Later(Box::pin(async move { future.await.map(f) })),
+            State::Taken => State::Taken,
+        };
+        Pending { state }
+    }
+
+    /// The result, if it is ready and a success, where it lies.
+    #[inline(always)]
+    pub(crate) fn ready_ref(&self) -> Option<&T> {
+        match &self.state {
+            State::Ready(t) => Some(t),
+            _ => None,
         }
     }
 
     /// The result if it is ready, else the pending decision back.
+    #[inline(always)]
     pub(crate) fn now(self) -> Result<Result<T, Error>, Self> {
         match self.state {
-            State::Ready(Some(result)) => Ok(result),
+            State::Ready(t) => Ok(Ok(t)),
+            State::Failed(e) => Ok(Err(e)),
             state => Err(Self { state }),
         }
     }
@@ -94,14 +112,15 @@ impl<T: Unpin> Future for Pending<T> {
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.get_mut().state {
-            State::Ready(result) => match result.take() {
-                Some(result) => Poll::Ready(result),
-                // Polled after it completed: never ready again, as a fused
-                // future.
-                None => Poll::Pending,
-            },
-            State::Later(future) => future.as_mut().poll(cx),
+        let state = &mut self.get_mut().state;
+        if let State::Later(future) = state {
+            return future.as_mut().poll(cx);
+        }
+        match std::mem::replace(state, State::Taken) {
+            State::Ready(t) => Poll::Ready(Ok(t)),
+            State::Failed(e) => Poll::Ready(Err(e)),
+            // Taken already (a `Later` returned above).
+            State::Later(_) | State::Taken => Poll::Pending,
         }
     }
 }

@@ -65,7 +65,7 @@ pub(crate) enum State {
 
 /// A decision as the scripts return it: whole numbers, durations in ms
 /// rounded up, `retry_ms` -1 for none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Reply {
     pub allowed: bool,
     pub limit: i64,
@@ -107,6 +107,7 @@ impl Spec {
     }
 
     /// The largest cost that can ever be admitted.
+    #[inline]
     pub(crate) fn max_cost(&self) -> u64 {
         match *self {
             Spec::FixedWindow { limit, .. }
@@ -120,6 +121,7 @@ impl Spec {
 
     /// Clamp a cost so that the arithmetic stays exact: any cost above the
     /// maximum is denied the same way.
+    #[inline]
     pub(crate) fn clamp_cost(&self, cost: u64) -> u64 {
         cost.min(self.max_cost() + 1)
     }
@@ -241,16 +243,24 @@ pub(crate) fn reply(
 }
 
 impl Reply {
-    /// The decision this reply reads as: admitted within the limit, denied
-    /// over it (with the wait), or denied for a cost that can never fit
-    /// (no wait).
-    pub(crate) fn decision(self) -> Decision {
-        let d = |v: i64| Duration::from_millis(v.max(0).unsigned_abs());
-        let reason = match (self.allowed, self.retry_ms >= 0) {
+    /// Why: admitted, over the limit (a retry helps), or a cost that can
+    /// never fit (no retry).
+    #[inline(always)]
+    pub(crate) fn reason(self) -> Reason {
+        match (self.allowed, self.retry_ms >= 0) {
             (true, _) => Reason::WithinLimit,
             (false, true) => Reason::OverLimit,
             (false, false) => Reason::CostTooHigh,
-        };
+        }
+    }
+
+    /// The decision this reply reads as: admitted within the limit, denied
+    /// over it (with the wait), or denied for a cost that can never fit
+    /// (no wait).
+    #[inline(always)]
+    pub(crate) fn decision(self) -> Decision {
+        let d = |v: i64| Duration::from_millis(v.max(0).unsigned_abs());
+        let reason = self.reason();
         Decision {
             allowed: self.allowed,
             limit: self.limit.max(0).unsigned_abs(),

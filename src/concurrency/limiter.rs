@@ -93,7 +93,7 @@ impl ConcurrencyLimiter {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
-        Ok(self.start(key, Mode::Peek, "").await?.combined)
+        Ok(self.start(key, Mode::Peek, "").await?.combined())
     }
 
     /// How many requests of `key` are in flight (at most `max`), from the
@@ -161,7 +161,7 @@ impl ConcurrencyLimiter {
         id: String,
         decided: &Decided,
     ) -> Result<Lease, Decision> {
-        let decision = decided.combined;
+        let decision = decided.combined();
         if !decision.allowed {
             return Err(decision);
         }
@@ -179,10 +179,7 @@ impl ConcurrencyLimiter {
     fn release(&self, key: &str, id: &str, decision: &Decision) -> Pending<Decided> {
         if decision.degraded {
             if let FailurePolicy::Fallback(f) = self.failure_policy() {
-                return f.decide(key, 1, Mode::Refund, id).map(|d| Decided {
-                    combined: d,
-                    each: smallvec::smallvec![d],
-                });
+                return f.decide(key, 1, Mode::Refund, id).map(Decided::one);
             }
         }
         self.start(key, Mode::Refund, id)
@@ -246,7 +243,7 @@ impl FallbackLimiter for ConcurrencyLimiter {
     }
 
     fn decide(&self, key: &str, _cost: u64, mode: Mode, lease: &str) -> Pending<Decision> {
-        self.start(key, mode, lease).map(|d| d.combined)
+        self.start(key, mode, lease).map(|d| d.combined())
     }
 }
 

@@ -208,7 +208,7 @@ impl Guard {
 }
 
 /// The store's replies as decisions.
-pub(crate) fn decisions(replies: Replies) -> Each {
+fn decisions(replies: Replies) -> Each {
     replies
         .into_iter()
         .map(crate::algorithm::Reply::decision)

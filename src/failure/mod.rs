@@ -121,7 +121,7 @@ mod guard;
 mod policy;
 
 pub use breaker::{CircuitBreaker, CircuitState, DEFAULT_COOL_DOWN, DEFAULT_FAILURES};
-pub(crate) use guard::{decisions, Call, FailureHook, Guard};
+pub(crate) use guard::{Call, FailureHook, Guard};
 pub use policy::{FailurePolicy, Fallback};
 pub(crate) use policy::{FallbackKind, FallbackLimiter};
 

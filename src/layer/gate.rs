@@ -36,18 +36,19 @@ impl RateAnswer {
         decided: &Decided,
         f: impl FnOnce(&[LimitReport<'_>]) -> R,
     ) -> R {
+        let each: SmallVec<[Decision; 1]> = decided.each().collect();
         let reports: SmallVec<[LimitReport<'_>; 1]> = match plan {
             None => self
                 .own
                 .iter()
-                .zip(&decided.each)
+                .zip(&each)
                 .map(|((name, quota), d)| LimitReport::new(name, *quota, d))
                 .collect(),
             Some(plan) => plan
                 .names
                 .iter()
                 .zip(&*plan.targets)
-                .zip(&decided.each)
+                .zip(&each)
                 .map(|((name, t), d)| LimitReport::new(name, t.spec.quota(), d))
                 .collect(),
         };
@@ -130,7 +131,7 @@ impl Gate {
                     Verdict::Serve(decided) => decided,
                     Verdict::Refuse(response) => return Next::Reject(response),
                 };
-                let d = decided.combined;
+                let d = decided.combined();
                 let epoch = matches!(
                     layer.answer.style,
                     HeaderStyle::Legacy {
@@ -164,7 +165,7 @@ impl Gate {
                     let full = Decision {
                         reset_after: layer.retry_after,
                         retry_after: Some(layer.retry_after),
-                        ..d.combined
+                        ..d.combined()
                     };
                     let quota = limiter.quota();
                     let reports = [LimitReport::new(limiter.name(), quota, &full)];
@@ -210,7 +211,7 @@ fn verdict(
             return Verdict::Refuse(answer.reject(kind, headers));
         }
     };
-    let d = &decided.combined;
+    let d = &decided.combined();
     if d.allowed {
         return Verdict::Serve(decided);
     }

@@ -9,14 +9,14 @@
 //! ready before `run` returns: no future, no timeout, no breaker (it cannot
 //! fail). Any other store answers with a future, which the guard bounds.
 
+use super::decided::{Decided, Total};
 use super::deny_cache::DenyCache;
-use crate::algorithm::Spec;
+use crate::algorithm::{Reply, Spec};
 use crate::clock::Clock;
-use crate::decision::Decision;
 use crate::failure::{Call, Guard};
 use crate::metrics::Metrics;
 use crate::pending::Pending;
-use crate::store::{Answer, Batch, Mode, Store, StoreError, Target};
+use crate::store::{Answer, Batch, Mode, Store, StoreError, StoreFuture, Target};
 use smallvec::SmallVec;
 use std::future::Future;
 use std::sync::Arc;
@@ -55,25 +55,6 @@ pub(crate) struct Ask<'a> {
     pub(crate) lease: &'a str,
 }
 
-/// Each limit's decision, and what they add up to.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Decided {
-    pub(crate) combined: Decision,
-    pub(crate) each: SmallVec<[Decision; 1]>,
-}
-
-impl Decided {
-    fn of(each: SmallVec<[Decision; 1]>) -> Result<Self, crate::Error> {
-        let Some((first, rest)) = each.split_first() else {
-            return Err(StoreError::Protocol("no decision in the reply".into()).into());
-        };
-        Ok(Self {
-            combined: Decision::combine(*first, rest),
-            each,
-        })
-    }
-}
-
 impl Core {
     /// The plan of `parts` (each limit's own name, `None` for the limiter's,
     /// and its spec): the store names their keys
@@ -106,55 +87,165 @@ impl Core {
     }
 
     /// Decide `ask`.
+    ///
+    /// The steps a memory-store decision takes are inlined here, and the
+    /// rest (the deny cache, a debug span, a decision under way) is out of
+    /// line: the whole decision takes ~100 ns.
+    #[inline(always)]
     pub(crate) fn run(self: &Arc<Self>, ask: Ask<'_>) -> Pending<Decided> {
-        let targets = &ask.plan.targets;
+        self.run_into(ask, Each)
+    }
+
+    /// [`run`](Self::run), with the decisions turned into what the caller
+    /// returns (`finish`) where they are made: a ready decision is then
+    /// built once, in place, instead of being moved through the results.
+    #[inline(always)]
+    pub(crate) fn run_into<F: Finish>(
+        self: &Arc<Self>,
+        ask: Ask<'_>,
+        finish: F,
+    ) -> Pending<F::Output> {
         // Any cost above every maximum is denied alike; this bounds the numbers.
-        let cost = targets
+        let cost = ask
+            .plan
+            .targets
             .iter()
             .map(|t| t.spec.clamp_cost(ask.cost))
             .max()
             .unwrap_or(ask.cost);
-        let cache = self.deny_cache.as_ref().filter(|_| ask.own);
-        // The time the cache measures with, read only when there is one.
-        let asked = cache.map(|_| self.local_now());
-        if let (Some(cache), Some(asked)) = (cache, asked) {
+        if ask.own && self.deny_cache.is_some() {
+            return self.cached(&ask, cost, finish);
+        }
+        self.decide(&ask, cost, None, finish)
+    }
+
+    /// Through the deny cache: a denial it remembers is answered without
+    /// the store; a refund makes it forget the key.
+    #[inline(never)]
+    fn cached<F: Finish>(
+        self: &Arc<Self>,
+        ask: &Ask<'_>,
+        cost: u64,
+        finish: F,
+    ) -> Pending<F::Output> {
+        // The time the cache measures with.
+        let asked = self.local_now();
+        if let Some(cache) = &self.deny_cache {
             match ask.mode {
                 Mode::Check => {
                     if let Some(hit) = cache.get(ask.key, cost, asked) {
-                        self.metrics.cache_hit(&hit.combined);
-                        return Pending::ready(Ok(hit));
+                        self.metrics.cache_hit(&hit.combined());
+                        return Pending::ready(Ok(finish.finish(hit)));
                     }
                 }
                 Mode::Refund => cache.forget(ask.key),
                 Mode::Peek => {}
             }
         }
+        self.decide(ask, cost, Some(asked), finish)
+    }
+
+    /// The store's decision (`asked`: when the deny cache was asked, if it
+    /// was).
+    #[inline(always)]
+    fn decide<F: Finish>(
+        self: &Arc<Self>,
+        ask: &Ask<'_>,
+        cost: u64,
+        asked: Option<u64>,
+        finish: F,
+    ) -> Pending<F::Output> {
         let batch = Batch {
-            targets,
+            targets: &ask.plan.targets,
             key: ask.key,
             now: self.now(),
             mode: ask.mode,
             cost,
             lease: ask.lease,
         };
-        let span = self.span(&ask, cost);
-        let answer = if span.is_disabled() {
-            self.store.decide(&batch)
-        } else {
-            span.in_scope(|| self.store.decide(&batch))
-        };
-        let store = match answer {
-            Answer::Now(replies) => {
-                let decided = Decided::of(crate::failure::decisions(replies));
-                if let Ok(d) = &decided {
-                    self.settled(ask.mode, ask.key, cost, asked, d);
-                }
-                return Pending::ready(decided);
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            return self.traced(ask, &batch, asked, finish);
+        }
+        match self.store.decide(&batch) {
+            // By reference: the replies are read where the store wrote them.
+            Answer::One(ref reply) => self.ready(
+                ask.mode,
+                ask.key,
+                cost,
+                asked,
+                std::slice::from_ref(reply),
+                finish,
+            ),
+            Answer::Each(ref replies) => {
+                self.ready(ask.mode, ask.key, cost, asked, replies, finish)
             }
-            Answer::Later(store) => store,
+            Answer::Later(store) => self.later((store, None), ask, (cost, asked), finish),
+        }
+    }
+
+    /// [`decide`](Self::decide) inside a debug span, for a debug listener.
+    /// Spans cost even when nothing listens (axum enables tracing's `log`
+    /// feature): none is made otherwise.
+    #[inline(never)]
+    fn traced<F: Finish>(
+        self: &Arc<Self>,
+        ask: &Ask<'_>,
+        batch: &Batch<'_>,
+        asked: Option<u64>,
+        finish: F,
+    ) -> Pending<F::Output> {
+        let span = tracing::debug_span!(
+            "floodgate.decide",
+            limiter = %self.name,
+            limits = ask.plan.names.len(),
+            mode = ask.mode.as_str(),
+            cost = batch.cost,
+        );
+        match span.in_scope(|| self.store.decide(batch)) {
+            Answer::One(ref reply) => span.in_scope(|| {
+                let replies = std::slice::from_ref(reply);
+                self.ready(ask.mode, ask.key, batch.cost, asked, replies, finish)
+            }),
+            Answer::Each(ref replies) => {
+                span.in_scope(|| self.ready(ask.mode, ask.key, batch.cost, asked, replies, finish))
+            }
+            Answer::Later(store) => {
+                self.later((store, Some(span)), ask, (batch.cost, asked), finish)
+            }
+        }
+    }
+
+    /// A decision the store made at once, read where the store wrote it.
+    #[inline(always)]
+    fn ready<F: Finish>(
+        &self,
+        mode: Mode,
+        key: &str,
+        cost: u64,
+        asked: Option<u64>,
+        replies: &[Reply],
+        finish: F,
+    ) -> Pending<F::Output> {
+        let Some(decided) = Decided::replied(replies) else {
+            return Pending::ready(Err(
+                StoreError::Protocol("no decision in the reply".into()).into()
+            ));
         };
-        // What the failure policy needs, owned by the future.
-        let specs: SmallVec<[Spec; 1]> = targets.iter().map(|t| t.spec).collect();
+        self.settled(mode, key, cost, asked, &decided);
+        Pending::ready(Ok(finish.finish(decided)))
+    }
+
+    /// A decision under way: the store's future inside the guard, owning
+    /// what the failure policy needs.
+    #[inline(never)]
+    fn later<F: Finish>(
+        self: &Arc<Self>,
+        (store, span): (StoreFuture, Option<tracing::Span>),
+        ask: &Ask<'_>,
+        (cost, asked): (u64, Option<u64>),
+        finish: F,
+    ) -> Pending<F::Output> {
+        let specs: SmallVec<[Spec; 1]> = ask.plan.targets.iter().map(|t| t.spec).collect();
         let (key, lease) = (ask.key.to_owned(), ask.lease.to_owned());
         let (mode, core) = (ask.mode, self.clone());
         let decision = async move {
@@ -172,7 +263,7 @@ impl Core {
                 .timed(crate::clock::ticks().saturating_duration_since(started));
             let decided = Decided::of(each?)?;
             core.settled(mode, &key, cost, asked, &decided);
-            Ok(decided)
+            Ok(finish.finish(decided))
         };
         Pending::later(boxed(decision, span))
     }
@@ -180,18 +271,15 @@ impl Core {
     /// What follows a decision: metrics, and the deny cache (`asked` is
     /// when it was asked, for a call of the limiter's own limits when it
     /// has a cache).
+    #[inline(always)]
     fn settled(&self, mode: Mode, key: &str, cost: u64, asked: Option<u64>, d: &Decided) {
         if mode != Mode::Check {
             return;
         }
-        self.metrics.decided(&d.combined);
+        let (reason, degraded) = d.outcome();
+        self.metrics.decided(reason, degraded);
         if let (Some(cache), Some(asked)) = (&self.deny_cache, asked) {
-            if d.combined.allowed {
-                // The key filled up: cached numbers of it are stale.
-                cache.forget(key);
-            } else {
-                cache.put(key, cost, asked, d);
-            }
+            remember(cache, key, cost, asked, d);
         }
     }
 
@@ -201,17 +289,49 @@ impl Core {
         self.now()
             .unwrap_or_else(|| crate::clock::MonotonicClock.now_ms())
     }
+}
 
-    /// A debug span per decision. Spans cost even when nothing listens
-    /// (axum enables tracing's `log` feature): make one only for a debug
-    /// listener.
-    fn span(&self, ask: &Ask<'_>, cost: u64) -> tracing::Span {
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            let limits = ask.plan.names.len();
-            tracing::debug_span!("floodgate.decide", limiter = %self.name, limits, mode = ask.mode.as_str(), cost)
-        } else {
-            tracing::Span::none()
-        }
+/// What the deny cache learns from a decision of the limiter's own limits
+/// asked at `asked`: a denial to remember, or an admission that makes what
+/// it remembers of the key stale.
+#[inline(never)]
+fn remember(cache: &DenyCache, key: &str, cost: u64, asked: u64, d: &Decided) {
+    let combined = d.combined();
+    if combined.allowed {
+        cache.forget(key);
+    } else {
+        cache.put(key, cost, asked, d, &combined);
+    }
+}
+
+/// What a caller makes of the decisions, applied where they are made (see
+/// [`Core::run_into`]).
+pub(crate) trait Finish: Send + 'static {
+    /// What the caller gets.
+    type Output: Send + 'static;
+    /// Make it.
+    fn finish(self, decided: Decided) -> Self::Output;
+}
+
+/// The decisions themselves.
+pub(crate) struct Each;
+
+impl Finish for Each {
+    type Output = Decided;
+    #[inline(always)]
+    fn finish(self, decided: Decided) -> Decided {
+        decided
+    }
+}
+
+/// What the decisions add up to.
+pub(crate) struct Combined;
+
+impl Finish for Combined {
+    type Output = Total;
+    #[inline(always)]
+    fn finish(self, decided: Decided) -> Total {
+        decided.into_total()
     }
 }
 
@@ -220,12 +340,11 @@ impl Core {
 /// (`Instrumented` costs every poll something).
 fn boxed<T>(
     decision: impl Future<Output = Result<T, crate::Error>> + Send + 'static,
-    span: tracing::Span,
+    span: Option<tracing::Span>,
 ) -> crate::pending::LaterFuture<T> {
-    if span.is_disabled() {
-        Box::pin(decision)
-    } else {
-        Box::pin(decision.instrument(span))
+    match span {
+        None => Box::pin(decision),
+        Some(span) => Box::pin(decision.instrument(span)),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Answers denials locally: once a key is denied until some time, the same
 //! request is denied again without asking the store.
 
-use super::core::Decided;
+use super::decided::Decided;
 use crate::store::key::bounded;
+use crate::Decision;
 use hashbrown::{Equivalent, HashMap};
 use std::borrow::Cow;
 use std::num::NonZeroUsize;
@@ -75,17 +76,16 @@ impl DenyCache {
             return None;
         }
         let since = Duration::from_millis(now.saturating_sub(d.asked));
-        let mut out = d.decided.clone();
-        for p in out.each.iter_mut().chain([&mut out.combined]) {
+        Some(d.decided.map_each(|mut p| {
             p.retry_after = p.retry_after.map(|r| r.saturating_sub(since));
             p.reset_after = p.reset_after.saturating_sub(since);
-        }
-        Some(out)
+            p
+        }))
     }
 
-    /// Remember a denial asked at `asked`, if waiting helps at all.
-    pub(crate) fn put(&self, key: &str, cost: u64, asked: u64, decided: &Decided) {
-        let d = &decided.combined;
+    /// Remember a denial asked at `asked` (`d`: what `decided` adds up
+    /// to), if waiting helps at all.
+    pub(crate) fn put(&self, key: &str, cost: u64, asked: u64, decided: &Decided, d: &Decision) {
         let Some(retry) = d.retry_after.filter(|_| !d.allowed && !d.degraded) else {
             return;
         };

@@ -3,11 +3,13 @@
 
 mod builder;
 mod core;
+mod decided;
 mod deny_cache;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::{settings_methods, Settings};
-pub(crate) use self::core::{Ask, Core, Decided, Plan};
+pub(crate) use self::core::{Ask, Combined, Core, Plan};
+pub(crate) use self::decided::Decided;
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
@@ -16,6 +18,7 @@ use crate::failure::{CircuitState, FailurePolicy, Fallback, FallbackKind};
 use crate::store::{Mode, Store};
 use crate::{Decision, Decisions, Error, LimitDecision};
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 /// Charges costs to keys with one algorithm, over one store.
@@ -103,8 +106,15 @@ impl<A: Algorithm> Limiter<A> {
     /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
-    pub async fn check(&self, key: &str, cost: u64) -> Result<Decision, Error> {
-        Ok(self.start(None, key, cost, Mode::Check).await?.combined)
+    // Not an `async fn`: its future is `combined`'s, not one around it (a
+    // memory-store decision takes ~80 ns, and a layer of futures adds a
+    // copy of the result that shows).
+    pub fn check<'a>(
+        &'a self,
+        key: &'a str,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, Error>> + Send + 'a {
+        self.combined(None, key, cost, Mode::Check)
     }
 
     /// Like [`check`](Self::check), with each limit's decision too (what
@@ -117,7 +127,7 @@ impl<A: Algorithm> Limiter<A> {
     /// answered by the failure policy.
     pub async fn check_all(&self, key: &str, cost: u64) -> Result<Decisions, Error> {
         let decided = self.start(None, key, cost, Mode::Check).await?;
-        Ok(decisions(&self.inner.own, decided))
+        Ok(decisions(&self.inner.own, &decided))
     }
 
     /// Like [`check_all`](Self::check_all), with the limits of `limits`
@@ -134,7 +144,7 @@ impl<A: Algorithm> Limiter<A> {
     pub async fn check_with(&self, key: &str, cost: u64, limits: &A) -> Result<Decisions, Error> {
         let plan = self.plan(limits);
         let decided = self.start(Some(&plan), key, cost, Mode::Check).await?;
-        Ok(decisions(&plan, decided))
+        Ok(decisions(&plan, &decided))
     }
 
     /// What `check(key, 1)` would say now, consuming nothing: `remaining`
@@ -147,7 +157,7 @@ impl<A: Algorithm> Limiter<A> {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
-        Ok(self.start(None, key, 1, Mode::Peek).await?.combined)
+        self.combined(None, key, 1, Mode::Peek).await
     }
 
     /// Give back `cost` that an earlier `check` charged to `key` (a request
@@ -161,7 +171,7 @@ impl<A: Algorithm> Limiter<A> {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn refund(&self, key: &str, cost: u64) -> Result<Decision, Error> {
-        Ok(self.start(None, key, cost, Mode::Refund).await?.combined)
+        self.combined(None, key, cost, Mode::Refund).await
     }
 
     /// Like [`refund`](Self::refund), for a charge made with
@@ -174,10 +184,7 @@ impl<A: Algorithm> Limiter<A> {
     /// answered by the failure policy.
     pub async fn refund_with(&self, key: &str, cost: u64, limits: &A) -> Result<Decision, Error> {
         let plan = self.plan(limits);
-        Ok(self
-            .start(Some(&plan), key, cost, Mode::Refund)
-            .await?
-            .combined)
+        self.combined(Some(&plan), key, cost, Mode::Refund).await
     }
 
     /// The plan of `algorithm`'s limits under this limiter's names.
@@ -185,8 +192,46 @@ impl<A: Algorithm> Limiter<A> {
         self.inner.core.plan(algorithm.parts())
     }
 
+    /// What the limits of `plan` (the limiter's own when `None`) add up
+    /// to: what `check`, `peek` and `refund` return.
+    #[inline(always)]
+    async fn combined(
+        &self,
+        plan: Option<&Plan>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Decision, Error> {
+        let pending = self
+            .inner
+            .core
+            .run_into(self.ask(plan, key, cost, mode), Combined);
+        // Read where it lies, into the place it is returned to: see `Decided`.
+        if let Some(total) = pending.ready_ref() {
+            return Ok(total.decision());
+        }
+        match pending.now() {
+            Ok(ready) => ready.map(|t| t.decision()),
+            Err(later) => later.await.map(|t| t.decision()),
+        }
+    }
+
+    /// One call of the decision path.
+    #[inline(always)]
+    fn ask<'a>(&'a self, plan: Option<&'a Plan>, key: &'a str, cost: u64, mode: Mode) -> Ask<'a> {
+        Ask {
+            plan: plan.unwrap_or(&self.inner.own),
+            own: plan.is_none(),
+            key,
+            cost,
+            mode,
+            lease: "",
+        }
+    }
+
     /// Start a decision of `plan` (the limiter's own when `None`): what
     /// every method above and the layer do.
+    #[inline(always)]
     pub(crate) fn start(
         &self,
         plan: Option<&Plan>,
@@ -194,15 +239,7 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         mode: Mode,
     ) -> Pending<Decided> {
-        let inner = &*self.inner;
-        inner.core.run(Ask {
-            plan: plan.unwrap_or(&inner.own),
-            own: plan.is_none(),
-            key,
-            cost,
-            mode,
-            lease: "",
-        })
+        self.inner.core.run(self.ask(plan, key, cost, mode))
     }
 
     /// What this limiter does when its store fails.
@@ -244,22 +281,20 @@ impl<A: Algorithm> Limiter<A> {
 }
 
 /// Each limit's decision, with its name and quota.
-pub(crate) fn decisions(plan: &Plan, decided: Decided) -> Decisions {
+pub(crate) fn decisions(plan: &Plan, decided: &Decided) -> Decisions {
+    let combined = decided.combined();
     let each = plan
         .names
         .iter()
         .zip(&*plan.targets)
-        .zip(decided.each)
+        .zip(decided.each())
         .map(|((name, target), decision)| LimitDecision {
             name: name.clone(),
             quota: target.spec.quota(),
             decision,
         })
         .collect();
-    Decisions {
-        combined: decided.combined,
-        each,
-    }
+    Decisions { combined, each }
 }
 
 impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
@@ -277,7 +312,7 @@ impl<B: Algorithm> FallbackLimiter for Limiter<B> {
     }
 
     fn decide(&self, key: &str, cost: u64, mode: Mode, _lease: &str) -> Pending<Decision> {
-        self.start(None, key, cost, mode).map(|d| d.combined)
+        self.start(None, key, cost, mode).map(|d| d.combined())
     }
 }
 

@@ -141,9 +141,18 @@ pub(crate) type Replies = SmallVec<[Reply; 1]>;
 pub(crate) type StoreFuture = Pin<Box<dyn Future<Output = Result<Replies, StoreError>> + Send>>;
 
 /// A store's answer to a batch.
+///
+/// Flat, with one target's reply at the start of the answer, as the store
+/// wrote it: the caller reads it where it lies. (A reply one word further
+/// in, as inside a `SmallVec`, is copied in 16-byte pieces that straddle
+/// the ones it was written in, and the CPU waits for each; a memory-store
+/// decision takes ~100 ns, and that wait showed.)
 pub(crate) enum Answer {
-    /// Decided at once (a store that never waits, and cannot fail).
-    Now(Replies),
+    /// Decided at once, a batch of one target (a store that never waits,
+    /// and cannot fail).
+    One(Reply),
+    /// Decided at once, one reply per target.
+    Each(Vec<Reply>),
     /// Under way: the store waits for I/O.
     Later(StoreFuture),
 }

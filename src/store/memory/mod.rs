@@ -4,7 +4,7 @@ mod shard;
 
 use self::shard::{Hasher, Shard, Slot, Step, HASHED};
 use super::key::bounded;
-use super::{Answer, Backend, Batch, Namespace, Replies, Store};
+use super::{Answer, Backend, Batch, Namespace, Reply, Store};
 use smallvec::{smallvec, SmallVec};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -142,6 +142,7 @@ impl MemoryStore {
 }
 
 impl Inner {
+    #[inline]
     fn slot<'a>(&self, ns: u64, user: &'a str) -> Slot<'a> {
         // Long keys are hashed as on Redis: they cannot blow up memory.
         let user = bounded(user);
@@ -184,20 +185,17 @@ impl Backend for Inner {
         let now = batch
             .now
             .unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::MonotonicClock));
-        let (refund, write) = batch.mode.twin();
         let step = |i: usize, write: bool| Step {
+            batch,
             spec: &batch.targets[i].spec,
             now,
-            cost: batch.cost,
-            twin: (refund, write),
-            lease: batch.lease,
+            write,
         };
         let max = self.max_per_shard;
         if let [target] = batch.targets {
             let slot = self.slot(target.ns.id, batch.key);
             let mut shard = lock(&self.shards[self.shard(&slot)]);
-            let reply = shard.run(&self.hasher, &slot, &step(0, write), max);
-            return Answer::Now(smallvec![reply]);
+            return Answer::One(shard.run(&self.hasher, &slot, step(0, true), max));
         }
         let slots: SmallVec<[Slot<'_>; 4]> = batch
             .targets
@@ -222,18 +220,18 @@ impl Backend for Inner {
             }
             held[i] = guards.len() - 1;
         }
-        let mut pass = |write: bool| -> Replies {
+        let mut pass = |write: bool| -> Vec<Reply> {
             slots
                 .iter()
                 .enumerate()
-                .map(|(i, slot)| guards[held[i]].run(&self.hasher, slot, &step(i, write), max))
+                .map(|(i, slot)| guards[held[i]].run(&self.hasher, slot, step(i, write), max))
                 .collect()
         };
         let decided = pass(false);
-        if !write || !decided.iter().all(|r| r.allowed) {
-            return Answer::Now(decided);
+        if !batch.mode.twin().1 || !decided.iter().all(|r| r.allowed) {
+            return Answer::Each(decided);
         }
-        Answer::Now(pass(true))
+        Answer::Each(pass(true))
     }
 }
 

@@ -1,0 +1,169 @@
+//! What one call of the decision path decided: each limit's decision, and
+//! what they add up to.
+
+use crate::algorithm::Reply;
+use crate::store::StoreError;
+use crate::{Decision, Reason};
+use smallvec::SmallVec;
+
+/// Each limit's decision, in the plan's order; never empty.
+///
+/// A store's replies are kept as the store wrote them and turned into
+/// [`Decision`]s only where they are read. A decision on the memory store
+/// takes ~80 ns, and the CPU waits on every copy of a value made soon after
+/// it was written, when the copy's 16-byte pieces straddle the writes that
+/// made it: a `Decision` built field by field and then moved through a
+/// few results, or a reply copied from one word into an enum. So the
+/// replies are moved only whole and from where they start ([`Answer::One`],
+/// [`Total`]), and a `Decision` is built once, in the place it is returned
+/// to ([`Limiter::check`]'s `total.decision()`). BENCHMARKS.md ("issue 12")
+/// has the numbers.
+///
+/// [`Answer::One`]: crate::store::Answer::One
+/// [`Limiter::check`]: crate::Limiter::check
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Decided(Each);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Each {
+    /// As the store replied: the first limit's reply, then the others'.
+    Replies(Reply, Vec<Reply>),
+    /// Decided in the store's place (failure policy, deny cache, fallback).
+    Decisions(Decision, Vec<Decision>),
+}
+
+impl Decided {
+    /// The decision of a plan of one limit.
+    pub(crate) fn one(decision: Decision) -> Self {
+        Self(Each::Decisions(decision, Vec::new()))
+    }
+
+    /// The decisions of `each`, one per limit.
+    ///
+    /// # Errors
+    /// A protocol error when there is none.
+    pub(crate) fn of(each: impl IntoIterator<Item = Decision>) -> Result<Self, crate::Error> {
+        let mut each = each.into_iter();
+        let first = each.next().ok_or_else(none)?;
+        Ok(Self(Each::Decisions(first, each.collect())))
+    }
+
+    /// The store's `replies`, one per limit; `None` when there is none.
+    #[inline(always)]
+    pub(crate) fn replied(replies: &[Reply]) -> Option<Self> {
+        let (first, rest) = replies.split_first()?;
+        let rest = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.to_vec()
+        };
+        Some(Self(Each::Replies(*first, rest)))
+    }
+
+    /// Why the limits decided as they did, and whether the failure policy
+    /// answered: what the metrics count, read without building a decision.
+    #[inline(always)]
+    pub(crate) fn outcome(&self) -> (Reason, bool) {
+        match &self.0 {
+            Each::Replies(first, rest) if rest.is_empty() => (first.reason(), false),
+            _ => {
+                let d = self.combined();
+                (d.reason, d.degraded)
+            }
+        }
+    }
+
+    /// What the limits add up to: denied if any denies (and then nothing
+    /// was charged); the numbers are the most restrictive limit's.
+    #[inline(always)]
+    pub(crate) fn combined(&self) -> Decision {
+        match &self.0 {
+            Each::Replies(first, rest) if rest.is_empty() => first.decision(),
+            _ => self.combine(),
+        }
+    }
+
+    /// What the limits add up to, read later: a store's reply for one
+    /// limit stays as the store wrote it.
+    #[inline(always)]
+    pub(crate) fn into_total(self) -> Total {
+        match self.0 {
+            Each::Replies(reply, rest) if rest.is_empty() => Total {
+                reply,
+                decision: None,
+            },
+            each => Total {
+                reply: Reply::default(),
+                decision: Some(Self(each).combine()),
+            },
+        }
+    }
+
+    /// [`combined`](Self::combined) the long way, out of the memory store's
+    /// path.
+    #[inline(never)]
+    fn combine(&self) -> Decision {
+        match &self.0 {
+            Each::Replies(first, rest) => {
+                let rest: SmallVec<[Decision; 4]> = rest.iter().map(|r| r.decision()).collect();
+                Decision::combine(first.decision(), &rest)
+            }
+            Each::Decisions(first, rest) => Decision::combine(*first, rest),
+        }
+    }
+
+    /// Each limit's decision, in order.
+    pub(crate) fn each(&self) -> impl Iterator<Item = Decision> + '_ {
+        let (replies, decisions) = match &self.0 {
+            Each::Replies(first, rest) => (Some((first, rest)), None),
+            Each::Decisions(first, rest) => (None, Some((first, rest))),
+        };
+        let replies = replies
+            .into_iter()
+            .flat_map(|(f, r)| std::iter::once(f).chain(r))
+            .map(|r| r.decision());
+        let decisions = decisions
+            .into_iter()
+            .flat_map(|(f, r)| std::iter::once(f).chain(r))
+            .copied();
+        replies.chain(decisions)
+    }
+
+    /// The same decisions with `f` applied to each.
+    pub(crate) fn map_each(&self, f: impl FnMut(Decision) -> Decision) -> Self {
+        let mut each = self.each().map(f);
+        match each.next() {
+            Some(first) => Self(Each::Decisions(first, each.collect())),
+            None => self.clone(),
+        }
+    }
+}
+
+fn none() -> crate::Error {
+    StoreError::Protocol("no decision in the reply".into()).into()
+}
+
+/// What the limits of one call add up to, not yet read as a [`Decision`]:
+/// one limit's reply stays as the store wrote it until the caller reads it,
+/// in the place it returns it to (see [`Decided`] for why). The reply
+/// comes first, in a fixed layout, so that every copy of a `Total` copies
+/// it in the pieces it was written in.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub(crate) struct Total {
+    reply: Reply,
+    /// The decision instead of the reply, when it was not the store's alone
+    /// (several limits, the failure policy, the deny cache).
+    decision: Option<Decision>,
+}
+
+impl Total {
+    /// The decision.
+    #[inline(always)]
+    pub(crate) fn decision(&self) -> Decision {
+        match &self.decision {
+            None => self.reply.decision(),
+            Some(d) => *d,
+        }
+    }
+}
