@@ -1,11 +1,72 @@
-//! The walk from the peer leftwards through a forwarding chain.
+//! The forwarding chain: the headers proxies write it in, what to do when
+//! it is broken, and the walk from the peer leftwards through it.
 
 use std::net::IpAddr;
 
 use http::header::GetAll;
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 
 use super::ip::{parse_node, Node};
+
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+static X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+
+/// A header in which proxies pass on the address they received a request
+/// from.
+///
+/// Read only headers that your nearest proxy *sets or appends to* on every
+/// request. A header it passes through untouched is whatever the client
+/// wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProxyHeader {
+    /// RFC 7239 `Forwarded: for=192.0.2.60;proto=http, for="[2001:db8::1]:4711"`.
+    /// Each element's `for` is one hop.
+    Forwarded,
+    /// `X-Forwarded-For: client, proxy1, proxy2`: a comma-separated list
+    /// that each proxy appends to.
+    XForwardedFor,
+    /// `X-Real-IP: client`: one address, set (not appended) by the proxy.
+    XRealIp,
+    /// A custom header in the `X-Forwarded-For` format.
+    List(HeaderName),
+    /// A custom header with one address in the `X-Real-IP` format, such as
+    /// `CF-Connecting-IP` or `True-Client-IP`.
+    Single(HeaderName),
+}
+
+impl ProxyHeader {
+    /// The header's name.
+    pub fn name(&self) -> &HeaderName {
+        match self {
+            ProxyHeader::Forwarded => &http::header::FORWARDED,
+            ProxyHeader::XForwardedFor => &X_FORWARDED_FOR,
+            ProxyHeader::XRealIp => &X_REAL_IP,
+            ProxyHeader::List(name) | ProxyHeader::Single(name) => name,
+        }
+    }
+}
+
+/// What [`ClientIp`](super::ClientIp) does when the walk meets an entry that is not an
+/// address (garbage, RFC 7239 `unknown` or `_obfuscated`), or more than 64
+/// trusted proxies.
+///
+/// Such entries are only reached when a *trusted* proxy wrote them (the walk
+/// stops at the first untrusted address before), so they are a proxy that
+/// hides or lost the client, or a misconfiguration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BrokenChain {
+    /// Use the address of the trusted proxy that wrote the entry: the
+    /// furthest address the chain vouches for. All such requests share that
+    /// proxy's bucket: limited, never unlimited. This is what nginx's
+    /// `real_ip_recursive` does, and what Go's `realclientip` does when
+    /// chained with its remote-address fallback.
+    #[default]
+    UseLastTrusted,
+    /// Reject the request: no key.
+    Reject,
+}
 
 /// At most this many header entries are examined per request, so a huge
 /// header costs bounded work. More trusted hops than this is a broken chain.

@@ -83,7 +83,8 @@ mod ip;
 mod peer;
 mod view;
 
-pub use client_ip::{BrokenChain, ClientIp, ProxyHeader};
+pub use chain::{BrokenChain, ProxyHeader};
+pub use client_ip::ClientIp;
 pub use extension::Extension;
 pub use fn_key::{from_fn, FnKey};
 pub use global::Global;
