@@ -36,22 +36,24 @@ impl RateAnswer {
         decided: &Decided,
         f: impl FnOnce(&[LimitReport<'_>]) -> R,
     ) -> R {
-        let each: SmallVec<[Decision; 1]> = decided.each().collect();
-        let reports: SmallVec<[LimitReport<'_>; 1]> = match plan {
-            None => self
-                .own
-                .iter()
-                .zip(&each)
-                .map(|((name, quota), d)| LimitReport::new(name, *quota, d))
-                .collect(),
+        let each = decided.decisions();
+        let limit = |i: usize| match plan {
+            None => self.own.get(i).map(|(name, quota)| (&**name, *quota)),
             Some(plan) => plan
                 .names
-                .iter()
-                .zip(&*plan.targets)
-                .zip(&each)
-                .map(|((name, t), d)| LimitReport::new(name, t.spec.quota(), d))
-                .collect(),
+                .get(i)
+                .zip(plan.targets.get(i))
+                .map(|(name, t)| (&**name, t.spec.quota())),
         };
+        // One limit, the common case: its report on the stack.
+        if let ([d], Some((name, quota))) = (&each[..], limit(0)) {
+            return f(&[LimitReport::new(name, quota, d)]);
+        }
+        let reports: SmallVec<[LimitReport<'_>; 4]> = each
+            .iter()
+            .enumerate()
+            .map_while(|(i, d)| limit(i).map(|(name, quota)| LimitReport::new(name, quota, d)))
+            .collect();
         f(&reports)
     }
 }
@@ -121,17 +123,16 @@ impl Gate {
                 plan,
                 settle,
             } => {
-                let decided = match verdict(&layer.answer, result, headers, |d| {
+                let (decided, d) = match verdict(&layer.answer, result, headers, |d| {
                     layer.with_reports(plan.as_deref(), d, |reports| {
                         layer
                             .answer
                             .reject(RejectionKind::Limited { reports }, headers)
                     })
                 }) {
-                    Verdict::Serve(decided) => decided,
+                    Verdict::Serve(decided, d) => (decided, d),
                     Verdict::Refuse(response) => return Next::Reject(response),
                 };
-                let d = decided.combined();
                 let epoch = matches!(
                     layer.answer.style,
                     HeaderStyle::Legacy {
@@ -173,7 +174,7 @@ impl Gate {
                         .answer
                         .reject(RejectionKind::Limited { reports: &reports }, headers)
                 }) {
-                    Verdict::Serve(decided) => decided,
+                    Verdict::Serve(decided, _) => decided,
                     Verdict::Refuse(response) => return Next::Reject(response),
                 };
                 Next::Call(Admitted {
@@ -187,9 +188,10 @@ impl Gate {
     }
 }
 
-/// Whether the layer serves a request, or answers it itself.
+/// Whether the layer serves a request (with what its limits add up to), or
+/// answers it itself.
 enum Verdict {
-    Serve(Decided),
+    Serve(Decided, Decision),
     Refuse(Response<Bytes>),
 }
 
@@ -211,13 +213,13 @@ fn verdict(
             return Verdict::Refuse(answer.reject(kind, headers));
         }
     };
-    let d = &decided.combined();
+    let d = decided.combined();
     if d.allowed {
-        return Verdict::Serve(decided);
+        return Verdict::Serve(decided, d);
     }
     if answer.shadow {
         tracing::info!(limiter = %answer.name, reason = %d.reason, "shadow mode: request over the limit served anyway");
-        return Verdict::Serve(decided);
+        return Verdict::Serve(decided, d);
     }
     Verdict::Refuse(match d.reason {
         Reason::FailClosed | Reason::FailOpen => {

@@ -129,6 +129,16 @@ impl Decided {
         replies.chain(decisions)
     }
 
+    /// Each limit's decision, in order, collected: one limit's stays
+    /// inline (the layer writes its headers from these on every request).
+    pub(crate) fn decisions(&self) -> SmallVec<[Decision; 1]> {
+        match &self.0 {
+            Each::Replies(first, rest) if rest.is_empty() => SmallVec::from_buf([first.decision()]),
+            Each::Decisions(first, rest) if rest.is_empty() => SmallVec::from_buf([*first]),
+            _ => self.each().collect(),
+        }
+    }
+
     /// The same decisions with `f` applied to each.
     pub(crate) fn map_each(&self, f: impl FnMut(Decision) -> Decision) -> Self {
         let mut each = self.each().map(f);
