@@ -11,7 +11,6 @@ use floodgate::concurrency::ConcurrencyLimiter;
 use floodgate::key::Global;
 use floodgate::layer::ConcurrencyLimitLayer;
 use floodgate::store::{MemoryStore, RedisStore, Store};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -118,16 +117,7 @@ async fn the_layer_holds_a_slot_until_the_response_ends() {
                 }),
             )
             .layer(ConcurrencyLimitLayer::new(limiter.clone(), Global::new()));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}/slow", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            axum::serve(
-                listener,
-                app.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .await
-            .unwrap();
-        });
+        let base = format!("{}/slow", common::http::serve(app).await);
         let client = reqwest::Client::new();
         let mut first = tokio::spawn(client.get(&base).send());
         let mut second = tokio::spawn(client.get(&base).send());

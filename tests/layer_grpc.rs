@@ -64,22 +64,6 @@ macro_rules! serve_tonic {
     }};
 }
 
-/// Serve an axum `Router` the way axum apps are served, with the peer
-/// address as `ConnectInfo` (HTTP/1 and HTTP/2 without TLS on one port).
-async fn serve_axum(app: axum::Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap();
-    });
-    addr
-}
-
 async fn connect(addr: SocketAddr) -> GreeterClient<Channel> {
     GreeterClient::connect(format!("http://{addr}"))
         .await
@@ -283,7 +267,7 @@ async fn axum_router_with_tonic_routes_answers_a_grpc_status_not_429() {
         let app = tonic::service::Routes::new(GreeterServer::new(Hello))
             .into_axum_router()
             .layer(RateLimitLayer::new(limiter, PeerIp::new()));
-        let addr = serve_axum(app).await;
+        let addr = common::http::serve_at(app).await;
         let mut client = connect(addr).await;
 
         for (r, t) in [(2, 1), (1, 2), (0, 3)] {
@@ -527,7 +511,7 @@ async fn both_layers_answer_resource_exhausted_and_unavailable() {
             .build()
             .unwrap();
         let app = routes(&gate).layer(RateLimitLayer::new(limiter, PeerIp::new()));
-        let mut client = connect(serve_axum(app).await).await;
+        let mut client = connect(common::http::serve_at(app).await).await;
         hello_to(&mut client, "ana").await.unwrap();
         let what = format!("{label}: rate limit reached");
         let status = hello_to(&mut client, "ana").await.unwrap_err();
@@ -543,7 +527,7 @@ async fn both_layers_answer_resource_exhausted_and_unavailable() {
             .build()
             .unwrap();
         let app = routes(&gate).layer(ConcurrencyLimitLayer::new(leases.clone(), PeerIp::new()));
-        let client = connect(serve_axum(app).await).await;
+        let client = connect(common::http::serve_at(app).await).await;
         let held = tokio::spawn({
             let mut client = client.clone();
             async move { hello_to(&mut client, "hold").await }
@@ -574,7 +558,7 @@ async fn both_layers_answer_resource_exhausted_and_unavailable() {
         let lease = routes(&gate).layer(ConcurrencyLimitLayer::new(leases, PeerIp::new()));
         for (which, app) in [("rate", rate), ("concurrency", lease)] {
             let what = format!("{label}: {which} limiter failing closed");
-            let mut client = connect(serve_axum(app).await).await;
+            let mut client = connect(common::http::serve_at(app).await).await;
             let status = hello_to(&mut client, "ana").await.unwrap_err();
             assert_eq!(status.code(), Code::Unavailable, "{what}: {status:?}");
             let retry = status.get_details_retry_info().and_then(|r| r.retry_delay);

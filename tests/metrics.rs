@@ -11,7 +11,6 @@ mod common;
 use floodgate::algorithm::Gcra;
 use floodgate::store::{MemoryStore, RedisStore};
 use floodgate::Limiter;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 #[tokio::test]
@@ -20,16 +19,7 @@ async fn counters_and_latency_histogram_reach_prometheus() {
     let redis = common::RedisServer::start();
     let store = RedisStore::from_url(&redis.url()).unwrap();
     let app = prometheus::app(store.into(), handle);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap();
-    });
+    let base = common::http::serve(app).await;
     let mut denied = 0;
     for _ in 0..14 {
         denied += usize::from(reqwest::get(&base).await.unwrap().status() == 429);

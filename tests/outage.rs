@@ -29,7 +29,6 @@ use floodgate::key::{Global, Header};
 use floodgate::layer::{ConcurrencyLimitLayer, RateLimitLayer};
 use floodgate::store::{MemoryStore, RedisStore};
 use floodgate::{Decision, Limiter, Reason};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -191,16 +190,7 @@ impl Fixture {
                     Header::try_new("x-key").unwrap(),
                 )),
             );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            axum::serve(
-                listener,
-                app.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .await
-            .unwrap();
-        });
+        let base = common::http::serve(app).await;
         Self {
             entry,
             policy,
@@ -394,21 +384,12 @@ async fn while_down(all: &[Arc<Fixture>]) {
             })
         })
         .collect();
-    let mut slowest = (String::new(), Duration::ZERO);
-    for run in runs {
-        let (name, worst) = run.await.unwrap().unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            worst <= TIMEOUT + MARGIN,
-            "{name} took {worst:?} while redis was down"
-        );
-        if worst > slowest.1 {
-            slowest = (name, worst);
-        }
-    }
-    eprintln!(
-        "while down: the slowest call was {} at {:?}",
-        slowest.0, slowest.1
-    );
+    all_within(
+        runs,
+        TIMEOUT + MARGIN,
+        "the slowest call while redis was down",
+    )
+    .await;
 }
 
 /// Once the store is back (at `back`): every fixture decides from Redis
@@ -425,25 +406,33 @@ async fn after(all: &[Arc<Fixture>], back: Instant) {
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                (format!("{f:?}"), back.elapsed())
+                Ok((format!("{f:?}"), back.elapsed()))
             })
         })
         .collect();
+    all_within(runs, RESUME, "deciding from redis again after it is back").await;
+}
+
+/// Awaits each fixture's run, which says how long it took (or why it
+/// failed); each must have taken at most `bound`. `what` names the time
+/// measured, in the failure and in the slowest run, which is printed.
+async fn all_within(
+    runs: Vec<tokio::task::JoinHandle<Result<(String, Duration), String>>>,
+    bound: Duration,
+    what: &str,
+) {
     let mut slowest = (String::new(), Duration::ZERO);
     for run in runs {
-        let (name, took) = run.await.unwrap();
+        let (name, took) = run.await.unwrap().unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            took <= RESUME,
-            "{name} decided from redis again only after {took:?}"
+            took <= bound,
+            "{name}: {what} took {took:?}, more than {bound:?}"
         );
         if took > slowest.1 {
             slowest = (name, took);
         }
     }
-    eprintln!(
-        "back: the last to decide from redis was {} after {:?}",
-        slowest.0, slowest.1
-    );
+    eprintln!("{what}: {} at {:?}", slowest.0, slowest.1);
 }
 
 /// Acquires given up on while Redis was down may still run once it is back,

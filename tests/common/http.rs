@@ -3,9 +3,10 @@
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use std::net::SocketAddr;
 
-/// Serve `app` on a free loopback port (with connect info, so peer-IP keys
-/// work) and return its base URL.
-pub async fn serve(app: axum::Router) -> String {
+/// Serve `app` on a free loopback port, the way axum apps are served: with
+/// the peer address as `ConnectInfo` (so peer-IP keys work), HTTP/1 and
+/// HTTP/2 without TLS on one port. Returns its address.
+pub async fn serve_at(app: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -16,7 +17,12 @@ pub async fn serve(app: axum::Router) -> String {
         .await
         .unwrap();
     });
-    format!("http://{addr}")
+    addr
+}
+
+/// [`serve_at`], returning the base URL.
+pub async fn serve(app: axum::Router) -> String {
+    format!("http://{}", serve_at(app).await)
 }
 
 /// Run `test` once on a memory store and once on a fresh Redis.
