@@ -11,12 +11,12 @@
 
 use super::decided::{Decided, Total};
 use super::deny_cache::DenyCache;
-use crate::algorithm::{Reply, Spec};
+use crate::algorithm::{Quota, Reply, Spec};
 use crate::clock::Clock;
 use crate::failure::{Call, Guard};
 use crate::metrics::Metrics;
 use crate::pending::Pending;
-use crate::store::{Answer, Batch, Mode, Store, StoreError, StoreFuture, Target};
+use crate::store::{Answer, Batch, Mode, Store, StoreFuture, Target};
 use smallvec::SmallVec;
 use std::future::Future;
 use std::sync::Arc;
@@ -40,6 +40,16 @@ pub(crate) struct Core {
 pub(crate) struct Plan {
     pub(crate) names: Box<[Arc<str>]>,
     pub(crate) targets: Box<[Target]>,
+}
+
+impl Plan {
+    /// Each limit's name and quota, in order.
+    pub(crate) fn limits(&self) -> impl Iterator<Item = (&Arc<str>, Quota)> {
+        self.names
+            .iter()
+            .zip(&*self.targets)
+            .map(|(name, t)| (name, t.spec.quota()))
+    }
 }
 
 /// One call of the path.
@@ -227,9 +237,7 @@ impl Core {
         finish: F,
     ) -> Pending<F::Output> {
         let Some(decided) = Decided::replied(replies) else {
-            return Pending::ready(Err(
-                StoreError::Protocol("no decision in the reply".into()).into()
-            ));
+            return Pending::ready(Err(super::decided::none()));
         };
         self.settled(mode, key, cost, asked, &decided);
         Pending::ready(Ok(finish.finish(decided)))

@@ -149,7 +149,8 @@ impl Decided {
     }
 }
 
-fn none() -> crate::Error {
+/// The error of a store that replied no decision.
+pub(super) fn none() -> crate::Error {
     StoreError::Protocol("no decision in the reply".into()).into()
 }
 

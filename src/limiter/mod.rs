@@ -260,11 +260,10 @@ impl<A: Algorithm> Limiter<A> {
 
     /// Each limit's name and quota, as they read on the wire.
     pub fn quotas(&self) -> impl Iterator<Item = (&str, Quota)> {
-        let own = &self.inner.own;
-        own.names
-            .iter()
-            .zip(&*own.targets)
-            .map(|(n, t)| (&**n, t.spec.quota()))
+        self.inner
+            .own
+            .limits()
+            .map(|(name, quota)| (&**name, quota))
     }
 
     /// The limiter's name: its namespace in the store and the name of its
@@ -284,13 +283,11 @@ impl<A: Algorithm> Limiter<A> {
 pub(crate) fn decisions(plan: &Plan, decided: &Decided) -> Decisions {
     let combined = decided.combined();
     let each = plan
-        .names
-        .iter()
-        .zip(&*plan.targets)
+        .limits()
         .zip(decided.each())
-        .map(|((name, target), decision)| LimitDecision {
+        .map(|((name, quota), decision)| LimitDecision {
             name: name.clone(),
-            quota: target.spec.quota(),
+            quota,
             decision,
         })
         .collect();
