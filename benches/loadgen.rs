@@ -206,7 +206,7 @@ type Check = Arc<
 fn erase<A: Algorithm>(l: Limiter<A>) -> Check {
     Arc::new(move |key: String| {
         let l = l.clone();
-        Box::pin(async move { l.check(&key, 1).await.ok().map(|d| d.allowed) })
+        Box::pin(async move { l.check(&key, 1).await.ok().map(|d| d.allowed()) })
     })
 }
 

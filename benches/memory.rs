@@ -94,7 +94,7 @@ impl<A: Algorithm> Decider for Floodgate<A> {
     fn decide(&self, key: &String) -> bool {
         poll_once(self.0.check(key, 1))
             .expect("the memory store never fails")
-            .allowed
+            .allowed()
     }
 }
 

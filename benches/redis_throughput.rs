@@ -118,7 +118,7 @@ async fn main() {
             async move {
                 let key = &k[t * 16 + (i % 16) as usize];
                 let d = l.check(key, 1).await.expect("a decision by redis");
-                assert!(!d.degraded);
+                assert!(!d.is_degraded());
             }
         })
         .await;

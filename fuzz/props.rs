@@ -407,11 +407,11 @@ pub fn storage_key(data: &[u8], storage_key: fn(&str, &str, &str, &str) -> Strin
     store.sweep(u64::MAX);
     assert!(store.is_empty());
     runtime().block_on(async {
-        assert!(limiter.check(&a, 3).await.unwrap().allowed);
+        assert!(limiter.check(&a, 3).await.unwrap().allowed());
         assert!(limiter.check(&a, 1).await.unwrap().denied());
-        let left = limiter.check(&b, 0).await.unwrap().remaining;
+        let left = limiter.check(&b, 0).await.unwrap().remaining();
         assert_eq!(left, if a == b { 0 } else { 3 }, "{a:?} {b:?}");
-        let left = limiter.check(&c, 0).await.unwrap().remaining;
+        let left = limiter.check(&c, 0).await.unwrap().remaining();
         assert_eq!(left, if a == c { 0 } else { 3 }, "{a:?} {c:?}");
     });
 }

@@ -1,46 +1,42 @@
 //! The answer of one rate-limit decision, and why it came out so.
 
 use crate::algorithm::Quota;
+use std::cmp::{Ordering, Reverse};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// What a limiter decided for one request.
 ///
 /// All durations are at millisecond precision, rounded **up**, so a client
-/// that waits `retry_after` is never early.
+/// that waits [`retry_after`](Self::retry_after) is never early.
+///
+/// A decision cannot contradict itself: whether it admits follows from its
+/// [`Reason`], and its fields are read through methods. Outside floodgate it
+/// is made only as [`within_limit`](Self::within_limit) or
+/// [`over_limit`](Self::over_limit) or [`cost_too_high`](Self::cost_too_high)
+/// (to write rate-limit fields with
+/// [`headers`](crate::headers) in your own middleware):
+///
+/// ```compile_fail
+/// use floodgate::{Decision, Reason};
+/// // A denial that says it is within the limit cannot be written.
+/// let d = Decision { allowed: false, reason: Reason::WithinLimit, ..todo!() };
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Decision {
-    /// Whether the request was admitted (and its cost charged).
-    pub allowed: bool,
-    /// The most a key can hold at once: the limit, capacity or burst (for a
-    /// concurrency limit, the most requests in flight).
-    pub limit: u64,
-    /// How many more requests of cost 1 would be admitted right now, after
-    /// this decision.
-    pub remaining: u64,
-    /// Time until the key is back to its full quota if nothing more arrives
-    /// (zero when nothing is used).
-    pub reset_after: Duration,
-    /// When denied over the limit: how long to wait before the same request
-    /// can be admitted. `None` when allowed, and when denied for a cost that
-    /// can never fit, or by a failure policy that cannot tell.
-    pub retry_after: Option<Duration>,
-    /// For the leaky bucket: how long the admitted request must wait for its
-    /// place in the queue. Zero for the other algorithms.
-    pub delay: Duration,
-    /// Why the decision came out as it did.
-    pub reason: Reason,
-    /// `true` when the store could not be asked and the failure policy made
-    /// this decision (fail open, fail closed, or a fallback limiter, whose
-    /// `reason` is its own). The numbers are then not the shared state: the
-    /// layer sends no rate-limit fields.
-    pub degraded: bool,
+    limit: u64,
+    remaining: u64,
+    reset_after: Duration,
+    retry_after: Option<Duration>,
+    delay: Duration,
+    reason: Reason,
+    degraded: bool,
 }
 
 /// Why a [`Decision`] came out as it did: what the layer answers, and what
 /// the `reason` label of `floodgate_decisions_total` counts.
 ///
-/// | reason | allowed | the layer answers |
+/// | reason | admits | the layer answers |
 /// |---|---|---|
 /// | [`WithinLimit`](Self::WithinLimit) | yes | the service's response, with rate-limit fields |
 /// | [`OverLimit`](Self::OverLimit) | no | 429 with `Retry-After` (gRPC `RESOURCE_EXHAUSTED`) |
@@ -49,7 +45,7 @@ pub struct Decision {
 /// | [`FailClosed`](Self::FailClosed) | no | 503 with `Retry-After` (gRPC `UNAVAILABLE`) |
 ///
 /// A fallback limiter's decision keeps its own reason (and is
-/// [`degraded`](Decision::degraded)): a client over the fallback's limit
+/// [`degraded`](Decision::is_degraded)): a client over the fallback's limit
 /// gets a 429, as it is over a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -81,6 +77,11 @@ impl Reason {
         }
     }
 
+    /// Whether a decision for this reason admits the request.
+    pub fn admits(self) -> bool {
+        matches!(self, Reason::WithinLimit | Reason::FailOpen)
+    }
+
     /// Where the reason is in [`ALL`](Self::ALL).
     pub(crate) const fn index(self) -> usize {
         self as usize
@@ -103,43 +104,195 @@ impl std::fmt::Display for Reason {
 }
 
 impl Decision {
-    /// Whether the request was denied.
-    pub fn denied(&self) -> bool {
-        !self.allowed
+    /// A decision for `reason`; `retry_after` is kept only for a denial,
+    /// `delay` only for an admission.
+    pub(crate) fn new(
+        reason: Reason,
+        limit: u64,
+        remaining: u64,
+        reset_after: Duration,
+        retry_after: Option<Duration>,
+        delay: Duration,
+    ) -> Self {
+        let admits = reason.admits();
+        Self {
+            limit,
+            remaining,
+            reset_after,
+            retry_after: retry_after.filter(|_| !admits),
+            delay: if admits { delay } else { Duration::ZERO },
+            reason,
+            degraded: false,
+        }
     }
 
-    /// The most restrictive of `first` and `rest`: a denial that can never
-    /// be admitted, else the denial with the longest wait, else the
-    /// admission with the fewest remaining (then the longest reset). The
-    /// result is allowed only if all are; its delay is the longest, and it
-    /// is degraded if any is.
-    pub(crate) fn combine(first: Decision, rest: &[Decision]) -> Decision {
-        if rest.is_empty() {
-            return first;
+    /// An admission within the limit: `limit` in all, `remaining` left,
+    /// full again after `reset_after`.
+    pub fn within_limit(limit: u64, remaining: u64, reset_after: Duration) -> Self {
+        Self::new(
+            Reason::WithinLimit,
+            limit,
+            remaining,
+            reset_after,
+            None,
+            Duration::ZERO,
+        )
+    }
+
+    /// A denial over the limit, to be retried after `retry_after`.
+    pub fn over_limit(
+        limit: u64,
+        remaining: u64,
+        reset_after: Duration,
+        retry_after: Duration,
+    ) -> Self {
+        Self::new(
+            Reason::OverLimit,
+            limit,
+            remaining,
+            reset_after,
+            Some(retry_after),
+            Duration::ZERO,
+        )
+    }
+
+    /// A denial for a cost that exceeds the most the limit can ever hold:
+    /// no wait would help, so there is no `retry_after`.
+    pub fn cost_too_high(limit: u64, remaining: u64, reset_after: Duration) -> Self {
+        Self::new(
+            Reason::CostTooHigh,
+            limit,
+            remaining,
+            reset_after,
+            None,
+            Duration::ZERO,
+        )
+    }
+
+    /// The same decision, marked as made in the store's place (by a failure
+    /// policy, or by your own code when the store could not be asked): the
+    /// header writers of [`headers`](crate::headers) then leave it out.
+    pub fn mark_degraded(self) -> Self {
+        Self {
+            degraded: true,
+            ..self
         }
-        let rank = |d: &Decision| {
-            let wait = match d.retry_after {
-                None if !d.allowed => Duration::MAX,
-                r => r.unwrap_or_default(),
-            };
-            (
-                !d.allowed,
-                wait,
-                std::cmp::Reverse(d.remaining),
-                d.reset_after,
-            )
+    }
+
+    /// The same decision `since` later: its waits shortened by that much.
+    pub(crate) fn aged(self, since: Duration) -> Self {
+        Self {
+            retry_after: self.retry_after.map(|r| r.saturating_sub(since)),
+            reset_after: self.reset_after.saturating_sub(since),
+            ..self
+        }
+    }
+
+    /// The same decision with `remaining` replaced.
+    pub(crate) fn with_remaining(self, remaining: u64) -> Self {
+        Self { remaining, ..self }
+    }
+
+    /// Whether the request was admitted (and its cost charged): implied by
+    /// its [`reason`](Self::reason).
+    pub fn allowed(&self) -> bool {
+        self.reason.admits()
+    }
+
+    /// Whether the request was denied.
+    pub fn denied(&self) -> bool {
+        !self.allowed()
+    }
+
+    /// The most a key can hold at once: the limit, capacity or burst (for a
+    /// concurrency limit, the most requests in flight).
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// How many more requests of cost 1 would be admitted right now, after
+    /// this decision (for [`Limiter::peek`](crate::Limiter::peek): as the
+    /// key is now).
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Time until the key is back to its full quota if nothing more arrives
+    /// (zero when nothing is used).
+    pub fn reset_after(&self) -> Duration {
+        self.reset_after
+    }
+
+    /// When denied over the limit: how long to wait before the same request
+    /// can be admitted. `None` when admitted, and when denied for a cost
+    /// that can never fit, or by a failure policy that cannot tell.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// For the leaky bucket: how long the admitted request must wait for its
+    /// place in the queue. Zero for the other algorithms, and for a denial.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// Why the decision came out as it did.
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// `true` when the store could not be asked and the failure policy made
+    /// this decision (fail open, fail closed, or a fallback limiter, whose
+    /// `reason` is its own). The numbers are then not the shared state: the
+    /// layer sends no rate-limit fields.
+    pub fn is_degraded(&self) -> bool {
+        self.degraded
+    }
+
+    /// How restrictive this decision is, to rank the limits of one request:
+    /// a denial before an admission; among denials, one no wait can help,
+    /// then the longest wait; among admissions, the fewest remaining; then
+    /// the longest reset. The greatest is the most restrictive. The one
+    /// ranking of floodgate: [`most_restrictive`](Self::most_restrictive)
+    /// (what `check` returns) and the single-limit header fields both use it.
+    fn restrictiveness(&self) -> (bool, Duration, Reverse<u64>, Duration) {
+        let wait = match self.retry_after {
+            None if self.denied() => Duration::MAX,
+            r => r.unwrap_or_default(),
         };
+        (
+            self.denied(),
+            wait,
+            Reverse(self.remaining),
+            self.reset_after,
+        )
+    }
+
+    /// Which of `a` and `b` is more restrictive (see `restrictiveness`).
+    pub(crate) fn cmp_restrictive(a: &Decision, b: &Decision) -> Ordering {
+        a.restrictiveness().cmp(&b.restrictiveness())
+    }
+
+    /// What the decisions of one request's limits add up to: the most
+    /// restrictive of `first` and `rest` (the first given on a tie). It
+    /// admits only if all admit; its delay is the longest, and it is
+    /// degraded if any is.
+    pub(crate) fn most_restrictive(first: Decision, rest: &[Decision]) -> Decision {
         let mut worst = first;
         let (mut delay, mut degraded) = (first.delay, first.degraded);
         for d in rest {
             delay = delay.max(d.delay);
             degraded |= d.degraded;
-            if rank(d) > rank(&worst) {
+            if Self::cmp_restrictive(d, &worst) == Ordering::Greater {
                 worst = *d;
             }
         }
         Decision {
-            delay,
+            delay: if worst.allowed() {
+                delay
+            } else {
+                Duration::ZERO
+            },
             degraded,
             ..worst
         }
@@ -147,23 +300,107 @@ impl Decision {
 }
 
 /// The decisions of every limit of a limiter for one request, and what they
-/// add up to.
+/// add up to: what [`Limiter::check_all`](crate::Limiter::check_all)
+/// returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decisions {
-    /// What the limits add up to: denied if any denies (and then nothing
-    /// was charged); the numbers are the most restrictive limit's.
-    pub combined: Decision,
-    /// Each limit's own decision, in the order they were configured.
-    pub each: Vec<LimitDecision>,
+    overall: Decision,
+    each: Vec<LimitDecision>,
 }
 
-/// One limit's decision.
+impl Decisions {
+    pub(crate) fn new(overall: Decision, each: Vec<LimitDecision>) -> Self {
+        Self { overall, each }
+    }
+
+    /// What the limits add up to: denied if any denies (and then nothing
+    /// was charged); the numbers are the most restrictive limit's. The same
+    /// decision [`Limiter::check`](crate::Limiter::check) returns.
+    pub fn overall(&self) -> &Decision {
+        &self.overall
+    }
+
+    /// Each limit's own decision, in the order they were configured.
+    pub fn each(&self) -> &[LimitDecision] {
+        &self.each
+    }
+}
+
+/// One limit's decision, with the limit's name and quota.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LimitDecision {
+    name: Arc<str>,
+    quota: Quota,
+    decision: Decision,
+}
+
+impl LimitDecision {
+    pub(crate) fn new(name: Arc<str>, quota: Quota, decision: Decision) -> Self {
+        Self {
+            name,
+            quota,
+            decision,
+        }
+    }
+
     /// The limit's name (the limiter's name for a single algorithm).
-    pub name: Arc<str>,
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Its quota as it reads on the wire.
-    pub quota: Quota,
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+
     /// What it decided.
-    pub decision: Decision,
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_decision_admits_exactly_when_its_reason_does() {
+        for reason in Reason::ALL {
+            let d = Decision::new(reason, 10, 1, ms(5), Some(ms(5)), ms(3));
+            assert_eq!(d.allowed(), reason.admits());
+            assert_eq!(d.retry_after().is_some(), !reason.admits());
+            assert_eq!(d.delay().is_zero(), !reason.admits());
+        }
+    }
+
+    #[test]
+    fn most_restrictive_ranks_denials_by_wait_then_admissions_by_remaining() {
+        let few = Decision::within_limit(10, 1, ms(500));
+        let none_left = Decision::within_limit(10, 0, ms(900));
+        let short = Decision::over_limit(10, 3, ms(100), ms(100));
+        let long = Decision::over_limit(10, 0, ms(100), ms(800));
+        let never = Decision::new(Reason::CostTooHigh, 10, 5, ms(0), None, ms(0));
+        assert_eq!(Decision::most_restrictive(few, &[none_left]), none_left);
+        assert_eq!(Decision::most_restrictive(none_left, &[short]), short);
+        assert_eq!(Decision::most_restrictive(short, &[long, few]), long);
+        assert_eq!(Decision::most_restrictive(long, &[never]), never);
+        // A tie keeps the first given.
+        let twin = Decision::within_limit(10, 1, ms(500));
+        assert_eq!(Decision::most_restrictive(few, &[twin]), few);
+    }
+
+    #[test]
+    fn the_overall_decision_carries_the_longest_delay_only_when_admitted() {
+        let queued = Decision::new(Reason::WithinLimit, 10, 5, ms(0), None, ms(40));
+        let plain = Decision::within_limit(10, 2, ms(0));
+        let d = Decision::most_restrictive(queued, &[plain]);
+        assert_eq!((d.remaining(), d.delay()), (2, ms(40)));
+        let denied = Decision::over_limit(10, 0, ms(10), ms(10));
+        assert_eq!(Decision::most_restrictive(queued, &[denied]).delay(), ms(0));
+        assert!(Decision::most_restrictive(plain, &[queued.mark_degraded()]).is_degraded());
+    }
 }

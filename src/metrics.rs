@@ -61,7 +61,7 @@ impl Metrics {
     /// A denial answered by the deny cache.
     pub(crate) fn cache_hit(&self, d: &Decision) {
         self.cache_hits.increment(1);
-        self.decided(d.reason, d.degraded);
+        self.decided(d.reason(), d.is_degraded());
     }
 }
 

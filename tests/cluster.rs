@@ -105,13 +105,11 @@ async fn ten_thousand_clients_spread_over_all_primaries() {
             let limiter = limiter.clone();
             tokio::spawn(async move {
                 for i in (t..10_000).step_by(16) {
-                    assert!(
-                        limiter
-                            .check(&format!("user-{i}"), 1)
-                            .await
-                            .unwrap()
-                            .allowed
-                    );
+                    assert!(limiter
+                        .check(&format!("user-{i}"), 1)
+                        .await
+                        .unwrap()
+                        .allowed());
                 }
             })
         })
@@ -142,7 +140,7 @@ async fn functions_come_back_after_a_flush_on_every_node() {
     // Keys on every primary.
     let keys: Vec<String> = (0..60).map(|i| format!("c{i}")).collect();
     for k in &keys {
-        assert_eq!(limiter.check(k, 2).await.unwrap().remaining, 3);
+        assert_eq!(limiter.check(k, 2).await.unwrap().remaining(), 3);
     }
     let library = common::library_name();
     assert!(cluster
@@ -152,7 +150,7 @@ async fn functions_come_back_after_a_flush_on_every_node() {
     // The script cache is not what decisions use.
     cluster.flush_scripts();
     for k in &keys {
-        assert_eq!(limiter.check(k, 1).await.unwrap().remaining, 2);
+        assert_eq!(limiter.check(k, 1).await.unwrap().remaining(), 2);
     }
     cluster.flush_functions();
     assert!(cluster
@@ -162,7 +160,7 @@ async fn functions_come_back_after_a_flush_on_every_node() {
     // The state survived, only the functions are gone: every decision is
     // still right, on every shard.
     for k in &keys {
-        assert_eq!(limiter.check(k, 1).await.unwrap().remaining, 1);
+        assert_eq!(limiter.check(k, 1).await.unwrap().remaining(), 1);
     }
     // Loaded again on every primary, in the background meanwhile.
     let mut loaded = cluster.library_on_primaries(&library);
@@ -247,10 +245,10 @@ impl Load {
                         load.calls.fetch_add(1, Ordering::Relaxed);
                         match limiter.check(&load.keys[k], 1).await {
                             Ok(d) => {
-                                if d.allowed {
+                                if d.allowed() {
                                     load.admitted[k].fetch_add(1, Ordering::Relaxed);
                                 }
-                                if d.degraded {
+                                if d.is_degraded() {
                                     load.degraded.fetch_add(1, Ordering::Relaxed);
                                     tokio::time::sleep(Duration::from_millis(2)).await;
                                 }
@@ -314,11 +312,11 @@ impl Load {
             assert!(n <= LIMIT, "{k}: {n} admitted, the limit is {LIMIT}");
             let d = truth.check(k, 0).await.expect("a decision");
             assert!(
-                d.remaining <= LIMIT - n,
+                d.remaining() <= LIMIT - n,
                 "{k}: admissions forgotten: {n} admitted, {d:?}"
             );
             full += usize::from(n == LIMIT);
-            charged_more += usize::from(d.remaining < LIMIT - n);
+            charged_more += usize::from(d.remaining() < LIMIT - n);
         }
         (full, charged_more)
     }

@@ -14,7 +14,7 @@
 //!   left only shrinks, so the room at the end (`limit − admitted`) is at
 //!   most the room any denied request saw: it must be *smaller than the
 //!   smallest denied cost*. The store then reports exactly that room
-//!   (`check(key, 0).remaining`).
+//!   (`check(key, 0).remaining()`).
 //!
 //! Every run is bounded (a few thousand decisions per algorithm) and takes a
 //! few seconds on 2 cores in debug.
@@ -198,8 +198,8 @@ async fn storm_redis(
                 for i in 0..per_task {
                     let c = cost(s, t, i);
                     let d = check("hot".into(), c).await.expect("redis decision");
-                    assert!(!d.degraded);
-                    out.push((c, d.allowed));
+                    assert!(!d.is_degraded());
+                    out.push((c, d.allowed()));
                 }
                 out
             }));
@@ -211,8 +211,8 @@ async fn storm_redis(
     }
     // Ask a different app server than most: all must see the same state.
     let after = (checkers[SERVERS - 1])("hot".into(), 0).await.unwrap();
-    assert!(after.allowed, "{}: cost 0 is always admitted", case.name);
-    (outcome, after.remaining)
+    assert!(after.allowed(), "{}: cost 0 is always admitted", case.name);
+    (outcome, after.remaining())
 }
 
 fn redis_stores(server: &RedisServer) -> Vec<RedisStore> {
@@ -276,7 +276,7 @@ fn storm_memory(case: &Case, per_thread: usize, cost: fn(usize, usize) -> u64) -
                         .map(|i| {
                             let c = cost(t, i);
                             let d = rt.block_on(check("hot".into(), c)).unwrap();
-                            (c, d.allowed)
+                            (c, d.allowed())
                         })
                         .collect::<Vec<_>>()
                 })
@@ -291,7 +291,7 @@ fn storm_memory(case: &Case, per_thread: usize, cost: fn(usize, usize) -> u64) -
         .build()
         .unwrap();
     let after = rt.block_on(check("hot".into(), 0)).unwrap();
-    (outcome, after.remaining)
+    (outcome, after.remaining())
 }
 
 #[test]
@@ -334,7 +334,7 @@ fn memory_many_threads_many_keys_stay_separate() {
                     let mut per_key = vec![0u64; KEYS];
                     for i in 0..PER_THREAD * 2 {
                         let k = (t + i) % KEYS;
-                        if rt.block_on(check(format!("k{k}"), 1)).unwrap().allowed {
+                        if rt.block_on(check(format!("k{k}"), 1)).unwrap().allowed() {
                             per_key[k] += 1;
                         }
                     }
@@ -376,7 +376,7 @@ async fn gcra_admits_its_whole_burst_at_one_instant() {
                 .unwrap();
             let mut admitted = 0;
             for _ in 0..limit + 2 {
-                admitted += u64::from(limiter.check("k", 1).await.unwrap().allowed);
+                admitted += u64::from(limiter.check("k", 1).await.unwrap().allowed());
             }
             if admitted != limit {
                 short.push(format!(
@@ -398,7 +398,7 @@ async fn gcra_admits_its_whole_burst_at_one_instant() {
         .unwrap();
         let mut admitted = 0;
         for _ in 0..limit * 11 / 10 {
-            admitted += u64::from(limiter.check("k", 1).await.unwrap().allowed);
+            admitted += u64::from(limiter.check("k", 1).await.unwrap().allowed());
         }
         if admitted != limit {
             short.push(format!(

@@ -778,7 +778,7 @@ mod stores {
         let one = MemoryStore::with_max_keys(NonZeroUsize::MIN);
         let limiter = Limiter::new(one.clone(), FixedWindow::new(5, SEC));
         for key in ["a", "b", "c"] {
-            assert!(limiter.check(key, 1).await.unwrap().allowed);
+            assert!(limiter.check(key, 1).await.unwrap().allowed());
         }
         assert_eq!(one.len(), 1);
         // The largest allocates nothing up front.

@@ -87,12 +87,12 @@ fn same_answers<A: Algorithm>(
                 cached.check("k", cost).await.unwrap(),
                 plain.check("k", cost).await.unwrap(),
             );
-            prop_assert_eq!(c.allowed, p.allowed, "op {} of {:?}", i, ops);
+            prop_assert_eq!(c.allowed(), p.allowed(), "op {} of {:?}", i, ops);
             // The same wait, or 1 ms longer where the store's float
             // arithmetic rounds the fresh wait the other way: never shorter.
             let (cw, pw) = (
-                c.retry_after.map(|d| d.as_millis()),
-                p.retry_after.map(|d| d.as_millis()),
+                c.retry_after().map(|d| d.as_millis()),
+                p.retry_after().map(|d| d.as_millis()),
             );
             prop_assert!(
                 cw == pw || matches!((cw, pw), (Some(c), Some(p)) if c == p + 1),
@@ -102,7 +102,7 @@ fn same_answers<A: Algorithm>(
                 cw,
                 pw
             );
-            if p.allowed {
+            if p.allowed() {
                 prop_assert_eq!(c, p, "op {} of {:?}", i, ops);
             }
         }
@@ -158,14 +158,14 @@ async fn a_client_hammering_while_denied_costs_no_redis_call() {
     for (name, cache) in [("plain", None), ("cached", Some(10_000))] {
         let limiter = limiter(&store, gcra, name, &clock, cache);
         for _ in 0..10 {
-            assert!(limiter.check("abuser", 1).await.unwrap().allowed);
+            assert!(limiter.check("abuser", 1).await.unwrap().allowed());
         }
         let before = fcall_calls(&redis);
         for i in 0..1000 {
             let d = limiter.check("abuser", 1).await.unwrap();
-            assert!(!d.allowed, "{name}: call {i}");
+            assert!(!d.allowed(), "{name}: call {i}");
             assert_eq!(
-                d.retry_after,
+                d.retry_after(),
                 Some(Duration::from_millis(100)),
                 "{name}: call {i}"
             );
@@ -173,7 +173,10 @@ async fn a_client_hammering_while_denied_costs_no_redis_call() {
         calls.push(fcall_calls(&redis) - before);
         // Once the wait is over, the store is asked again, and admits.
         clock.advance(Duration::from_millis(100));
-        assert!(limiter.check("abuser", 1).await.unwrap().allowed, "{name}");
+        assert!(
+            limiter.check("abuser", 1).await.unwrap().allowed(),
+            "{name}"
+        );
         clock.advance(Duration::from_secs(5));
     }
     assert_eq!(calls[0], 1000, "without the cache every denial asks Redis");
@@ -187,15 +190,15 @@ async fn a_refund_clears_the_cached_denial() {
     let two = FixedWindow::new(2, Duration::from_secs(60));
     let limiter = limiter(&store, two, "rl", &ManualClock::new(0), Some(100));
     limiter.check("ana", 2).await.unwrap();
-    assert!(!limiter.check("ana", 1).await.unwrap().allowed);
+    assert!(!limiter.check("ana", 1).await.unwrap().allowed());
     limiter.refund("ana", 1).await.unwrap();
     assert!(
-        limiter.check("ana", 1).await.unwrap().allowed,
+        limiter.check("ana", 1).await.unwrap().allowed(),
         "the refund made room"
     );
     // A cheaper request than the cached denial still asks the store.
-    assert!(!limiter.check("ana", 2).await.unwrap().allowed);
-    assert!(!limiter.check("ana", 1).await.unwrap().allowed);
+    assert!(!limiter.check("ana", 2).await.unwrap().allowed());
+    assert!(!limiter.check("ana", 1).await.unwrap().allowed());
 }
 
 /// A key longer than 128 bytes is stored as its hash, `#` and the first 16
@@ -234,12 +237,12 @@ async fn keeps_a_hash_apart_from_its_spelling(store: Store) {
     // Denied first, then the other one: admitted, from its own state.
     for (i, ((first_is, first), (then_is, then))) in pairs.into_iter().enumerate() {
         let cached = one_per_minute(&store, &format!("order{i}"), true);
-        assert!(cached.check(first, 1).await.unwrap().allowed);
-        assert!(!cached.check(first, 1).await.unwrap().allowed);
+        assert!(cached.check(first, 1).await.unwrap().allowed());
+        assert!(!cached.check(first, 1).await.unwrap().allowed());
         let d = cached.check(then, 1).await.unwrap();
-        assert!(d.allowed, "{then_is} after {first_is} was denied: {d:?}");
-        assert!(!cached.check(then, 1).await.unwrap().allowed);
-        assert!(!cached.check(first, 1).await.unwrap().allowed);
+        assert!(d.allowed(), "{then_is} after {first_is} was denied: {d:?}");
+        assert!(!cached.check(then, 1).await.unwrap().allowed());
+        assert!(!cached.check(first, 1).await.unwrap().allowed());
     }
     // Both denied and cached; one refunded here, the other elsewhere.
     for (i, ((refunded_is, refunded), (kept_is, kept))) in pairs.into_iter().enumerate() {
@@ -249,20 +252,20 @@ async fn keeps_a_hash_apart_from_its_spelling(store: Store) {
             one_per_minute(&store, &name, false),
         );
         for (is, key) in [(refunded_is, refunded), (kept_is, kept)] {
-            assert!(elsewhere.check(key, 1).await.unwrap().allowed, "{is}");
-            assert!(!cached.check(key, 1).await.unwrap().allowed, "{is}");
+            assert!(elsewhere.check(key, 1).await.unwrap().allowed(), "{is}");
+            assert!(!cached.check(key, 1).await.unwrap().allowed(), "{is}");
         }
         cached.refund(refunded, 1).await.unwrap();
         elsewhere.refund(kept, 1).await.unwrap();
         let d = elsewhere.peek(kept).await.unwrap();
-        assert!(d.allowed, "the store would admit {kept_is}: {d:?}");
+        assert!(d.allowed(), "the store would admit {kept_is}: {d:?}");
         let d = cached.check(kept, 1).await.unwrap();
         assert!(
-            !d.allowed,
+            !d.allowed(),
             "refunding {refunded_is} cleared the cached denial of {kept_is}: {d:?}"
         );
         let d = cached.check(refunded, 1).await.unwrap();
-        assert!(d.allowed, "the refund of {refunded_is} made room: {d:?}");
+        assert!(d.allowed(), "the refund of {refunded_is} made room: {d:?}");
     }
 }
 

@@ -75,10 +75,10 @@ impl Rec {
         self.start + self.took
     }
     fn degraded(&self) -> bool {
-        matches!(self.outcome, Ok(d) if d.degraded)
+        matches!(self.outcome, Ok(d) if d.is_degraded())
     }
     fn by_redis(&self) -> bool {
-        matches!(self.outcome, Ok(d) if !d.degraded)
+        matches!(self.outcome, Ok(d) if !d.is_degraded())
     }
 }
 
@@ -90,7 +90,7 @@ struct Load {
 fn start_load(rt: &Runtime, limiter: &Limiter<TokenBucket>, tasks: usize) -> Load {
     // One decision first: the connections are made and the script loaded.
     let d = rt.block_on(limiter.check("warm-up", 1)).unwrap();
-    assert!(!d.degraded, "redis answers before the fault");
+    assert!(!d.is_degraded(), "redis answers before the fault");
     let stop = Arc::new(AtomicBool::new(false));
     let tasks = (0..tasks)
         .map(|t| {
@@ -240,15 +240,15 @@ fn kill_and_restart(name: &str, policy: FailurePolicy, check: impl Fn(&Decision)
 #[test]
 fn kill_and_restart_fail_open() {
     kill_and_restart("fail open", FailurePolicy::FailOpen, |d| {
-        assert!(d.allowed, "fail open admits: {d:?}");
+        assert!(d.allowed(), "fail open admits: {d:?}");
     });
 }
 
 #[test]
 fn kill_and_restart_fail_closed() {
     kill_and_restart("fail closed", FailurePolicy::FailClosed, |d| {
-        assert!(!d.allowed, "fail closed denies: {d:?}");
-        let wait = d.retry_after.expect("a retry_after");
+        assert!(!d.allowed(), "fail closed denies: {d:?}");
+        let wait = d.retry_after().expect("a retry_after");
         assert!(
             wait > Duration::ZERO && wait <= CircuitBreaker::default().cool_down(),
             "retry_after is what is left of the cool-down: {wait:?}"
@@ -264,18 +264,18 @@ fn kill_and_restart_fallback() {
         .build()
         .unwrap();
     let recs = kill_and_restart("fallback", FailurePolicy::fallback(local), |d| {
-        assert_eq!(d.limit, 3, "the fallback's limit: {d:?}");
+        assert_eq!(d.limit(), 3, "the fallback's limit: {d:?}");
     });
     let degraded: Vec<_> = recs
         .iter()
         .filter(|r| r.degraded())
         .map(|r| r.outcome.unwrap())
         .collect();
-    assert!(degraded.iter().any(|d| d.allowed), "the fallback admits");
+    assert!(degraded.iter().any(|d| d.allowed()), "the fallback admits");
     assert!(
         degraded
             .iter()
-            .any(|d| !d.allowed && d.retry_after.is_some()),
+            .any(|d| !d.allowed() && d.retry_after().is_some()),
         "and limits, with its own retry_after"
     );
 }
@@ -409,7 +409,10 @@ fn paused_redis_answers_by_policy_and_resumes() {
     );
     for r in &degraded {
         let d = r.outcome.unwrap();
-        assert!(!d.allowed && d.retry_after.is_some(), "fail closed: {d:?}");
+        assert!(
+            !d.allowed() && d.retry_after().is_some(),
+            "fail closed: {d:?}"
+        );
         assert!(
             r.start >= paused.checked_sub(MARGIN).unwrap_or(paused),
             "nothing degraded before the pause"
@@ -431,7 +434,7 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
         .build()
         .unwrap();
     rt.block_on(async {
-        assert!(!limiter.check("ana", 1).await.unwrap().degraded);
+        assert!(!limiter.check("ana", 1).await.unwrap().is_degraded());
         let url = server.url();
         let sleeper = std::thread::spawn(move || {
             let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
@@ -450,7 +453,7 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
             let start = Instant::now();
             let d = limiter.check("ana", 1).await.unwrap();
             let took = start.elapsed();
-            assert!(d.degraded && d.allowed);
+            assert!(d.is_degraded() && d.allowed());
             assert!(
                 took >= TIMEOUT.saturating_sub(Duration::from_millis(5))
                     && took <= TIMEOUT + MARGIN,
@@ -467,7 +470,7 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
             let start = Instant::now();
             let d = limiter.check("ana", 1).await.unwrap();
             slowest = slowest.max(start.elapsed());
-            assert!(d.degraded && d.allowed);
+            assert!(d.is_degraded() && d.allowed());
             n += 1;
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -483,7 +486,7 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
             .unwrap();
         let closed = loop {
             let d = limiter.check("ana", 1).await.unwrap();
-            if !d.degraded {
+            if !d.is_degraded() {
                 break Instant::now();
             }
             assert!(awake.elapsed() < Duration::from_secs(3), "never closed");
@@ -496,7 +499,7 @@ fn open_circuit_answers_at_once_and_closes_by_itself() {
             "closed within a cool-down: {after:?}"
         );
         assert_eq!(limiter.circuit_state(), CircuitState::Closed);
-        assert!(!limiter.check("ana", 1).await.unwrap().degraded);
+        assert!(!limiter.check("ana", 1).await.unwrap().is_degraded());
     });
 }
 
@@ -524,7 +527,7 @@ fn a_user_without_functions_decides_by_scripts() {
     rt.block_on(async {
         for i in 0..10 {
             let d = limiter.check(&format!("k{i}"), 1).await.unwrap();
-            assert!(d.allowed && !d.degraded);
+            assert!(d.allowed() && !d.is_degraded());
         }
     });
     // The first one twice: NOSCRIPT, then the script.
@@ -547,7 +550,7 @@ fn one_fcall_per_decision_and_no_ping() {
                         let mut ok = 0;
                         for i in 0..N / 64 {
                             let d = limiter.check(&format!("{prefix}-{t}-{i}"), 1).await;
-                            ok += usize::from(d.is_ok_and(|d| !d.degraded));
+                            ok += usize::from(d.is_ok_and(|d| !d.is_degraded()));
                         }
                         ok
                     })

@@ -114,7 +114,7 @@ fn prefix(test: &str) -> String {
 async fn drain(check: &Check, key: &str) -> u64 {
     let mut admitted = 0;
     for _ in 0..LIMIT + 3 {
-        if check(key.to_owned(), 1).await.unwrap().allowed {
+        if check(key.to_owned(), 1).await.unwrap().allowed() {
             admitted += 1;
         }
     }
@@ -200,8 +200,8 @@ async fn hostile_keys_are_bounded_separate_and_exact() {
             );
             // A well-behaved neighbour is charged exactly once per check.
             let d = check("neighbour".into(), 0).await.unwrap();
-            assert_eq!(d.remaining, LIMIT - (i as u64 % LIMIT), "{store_name}");
-            assert!(check("neighbour".into(), 1).await.unwrap().allowed);
+            assert_eq!(d.remaining(), LIMIT - (i as u64 % LIMIT), "{store_name}");
+            assert!(check("neighbour".into(), 1).await.unwrap().allowed());
             if (i as u64 % LIMIT) == LIMIT - 1 {
                 // Empty now: a new window for the next round.
                 clock.advance(Duration::from_secs(3600));
@@ -231,7 +231,7 @@ async fn braces_stay_inside_one_hash_tag_for_every_algorithm() {
             &clock,
         );
         for key in ["{", "}", "}{", "{a}b{c}", "{{}}", "x{", "}x"] {
-            assert!(check(key.into(), 1).await.unwrap().allowed, "{}", a.name);
+            assert!(check(key.into(), 1).await.unwrap().allowed(), "{}", a.name);
         }
     }
     let names = redis_keys(&p);
@@ -257,23 +257,23 @@ async fn costs_of_zero_and_beyond_the_limit_charge_nothing() {
             let at = |what: &str| format!("{store_name} {}: {what}", a.name);
             for _ in 0..3 {
                 let d = check("k".into(), 0).await.unwrap();
-                assert!(d.allowed, "{}", at("cost 0"));
-                assert_eq!(d.remaining, LIMIT, "{}", at("cost 0"));
+                assert!(d.allowed(), "{}", at("cost 0"));
+                assert_eq!(d.remaining(), LIMIT, "{}", at("cost 0"));
             }
             for cost in [LIMIT + 1, 1 << 40, 1 << 53, 1 << 63, u64::MAX - 1, u64::MAX] {
                 let d = check("k".into(), cost).await.unwrap();
                 assert!(d.denied(), "{}", at(&format!("cost {cost}")));
-                assert_eq!(d.retry_after, None, "{}", at("a cost that never fits"));
-                assert_eq!(d.remaining, LIMIT, "{}", at("charged for a denial"));
-                assert_eq!(d.limit, LIMIT, "{}", at("limit"));
+                assert_eq!(d.retry_after(), None, "{}", at("a cost that never fits"));
+                assert_eq!(d.remaining(), LIMIT, "{}", at("charged for a denial"));
+                assert_eq!(d.limit(), LIMIT, "{}", at("limit"));
             }
             // Nothing was charged: the whole quota is still there, exactly.
             assert_eq!(drain(&check, "k").await, LIMIT, "{}", at("after"));
             let d = check("k".into(), 1).await.unwrap();
-            assert!(d.denied() && d.retry_after.is_some(), "{}", at("full"));
+            assert!(d.denied() && d.retry_after().is_some(), "{}", at("full"));
             // Over the limit is still "never", even when full.
             let d = check("k".into(), u64::MAX).await.unwrap();
-            assert_eq!(d.retry_after, None, "{}", at("full, u64::MAX"));
+            assert_eq!(d.retry_after(), None, "{}", at("full, u64::MAX"));
         }
     }
 }
@@ -290,7 +290,7 @@ async fn a_clock_at_zero_is_an_ordinary_instant() {
             let at = format!("{store_name} {}", a.name);
             assert_eq!(drain(&check, "k").await, LIMIT, "{at}");
             let d = check("k".into(), 1).await.unwrap();
-            let retry = d.retry_after.expect("a retry time");
+            let retry = d.retry_after().expect("a retry time");
             // At most two windows (the sliding window's previous one).
             assert!(retry <= Duration::from_secs(2), "{at}: retry {retry:?}");
             clock.advance(Duration::from_secs(2));
@@ -341,7 +341,7 @@ async fn clocks_far_in_the_future_never_fail_open() {
                 let mut error = None;
                 for _ in 0..LIMIT + 3 {
                     match check(key.clone(), 1).await {
-                        Ok(d) => admitted += u64::from(d.allowed),
+                        Ok(d) => admitted += u64::from(d.allowed()),
                         Err(e) => {
                             error = Some(e);
                             break;
@@ -356,9 +356,9 @@ async fn clocks_far_in_the_future_never_fail_open() {
                     ));
                 }
                 let d = neighbour("sane".into(), 1).await.unwrap();
-                assert!(d.allowed, "{store_name} {}: neighbour", a.name);
+                assert!(d.allowed(), "{store_name} {}: neighbour", a.name);
                 assert_eq!(
-                    d.remaining,
+                    d.remaining(),
                     LIMIT - 1 - i as u64 % LIMIT,
                     "{store_name} {}: neighbour",
                     a.name
@@ -391,7 +391,7 @@ async fn gcra_admits_cost_zero_when_the_clock_steps_back_1_ms() {
         assert_eq!(drain(&check, "k").await, LIMIT);
         clock.set(NOW - 1);
         let d = check("k".into(), 0).await.unwrap();
-        assert!(d.allowed, "{store_name}: cost 0 denied: {d:?}");
+        assert!(d.allowed(), "{store_name}: cost 0 denied: {d:?}");
     }
 }
 
@@ -437,28 +437,28 @@ async fn a_clock_jumping_around_gives_consistent_decisions() {
 
 /// What every decision must satisfy, whatever the state and the clock.
 fn consistent(d: &Decision, cost: u64) -> Result<(), &'static str> {
-    if d.limit != LIMIT {
+    if d.limit() != LIMIT {
         return Err("wrong limit");
     }
-    if d.remaining > LIMIT {
+    if d.remaining() > LIMIT {
         return Err("more remaining than the limit");
     }
-    if d.degraded {
+    if d.is_degraded() {
         return Err("degraded");
     }
-    if cost == 0 && !d.allowed {
+    if cost == 0 && !d.allowed() {
         return Err("cost 0 denied");
     }
-    if cost > LIMIT && d.allowed {
+    if cost > LIMIT && d.allowed() {
         return Err("a cost over the limit admitted");
     }
-    if d.allowed && d.retry_after.is_some() {
+    if d.allowed() && d.retry_after().is_some() {
         return Err("admitted with a retry time");
     }
-    if d.denied() && cost > LIMIT && d.retry_after.is_some() {
+    if d.denied() && cost > LIMIT && d.retry_after().is_some() {
         return Err("a retry time for a cost that never fits");
     }
-    if d.denied() && cost <= LIMIT && d.retry_after.is_none() {
+    if d.denied() && cost <= LIMIT && d.retry_after().is_none() {
         return Err("denied without a retry time");
     }
     Ok(())

@@ -5,8 +5,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use floodgate::key::{
-    from_fn, BrokenChain, ClientIp, Extension, Global, Header, KeyExtractor, KeyRejection, PeerIp,
-    ProxyHeader, RequestView,
+    from_fn, BrokenChain, ClientIp, ExtensionKey, Global, Header, KeyExtractor, KeyRejection,
+    PeerIp, ProxyHeader, RequestView,
 };
 use http::{HeaderName, HeaderValue, Request};
 
@@ -641,12 +641,12 @@ impl std::fmt::Display for UserId {
 #[test]
 fn extension_key() {
     let mut r = req("192.0.2.1:1", &[]);
-    let e = Extension::<UserId>::new();
+    let e = ExtensionKey::<UserId>::new();
     let err = e.extract(&r).unwrap_err();
     assert!(err.reason().contains("UserId"), "{err}");
     r.extensions_mut().insert(UserId(42));
     assert_eq!(e.extract(&r).unwrap(), "user:42");
-    let mapped = Extension::with(|u: &UserId| format!("tier:{}", u.0 % 2));
+    let mapped = ExtensionKey::with(|u: &UserId| format!("tier:{}", u.0 % 2));
     assert_eq!(mapped.extract(&r).unwrap(), "tier:0");
 }
 
@@ -688,7 +688,7 @@ fn closure_key() {
 fn tuples_combine_keys() {
     let mut r = req("192.0.2.1:1", &[("x-api-key", "k|1")]);
     r.extensions_mut().insert(UserId(7));
-    let both = (Extension::<UserId>::new(), PeerIp::new());
+    let both = (ExtensionKey::<UserId>::new(), PeerIp::new());
     assert_eq!(both.extract(&r).unwrap(), "user:7|192.0.2.1");
     let three = (
         Global::named("api"),
@@ -707,7 +707,7 @@ fn extractors_are_clone_send_sync() {
     check(&PeerIp::new());
     check(&ClientIp::new());
     check(&Header::try_new("x").unwrap());
-    check(&Extension::<UserId>::new());
+    check(&ExtensionKey::<UserId>::new());
     check(&Global::new());
     check(&from_fn(|_: RequestView<'_>| Ok(String::new())));
     check(&(Global::new(), PeerIp::new()));

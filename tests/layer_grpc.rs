@@ -369,7 +369,7 @@ async fn api_keys_have_separate_budgets_and_a_missing_key_is_invalid_argument() 
             // the inner one denied (after the response, on a task).
             let mut refunded = false;
             for _ in 0..200 {
-                if ip_probe.check("127.0.0.1", 0).await.unwrap().remaining as i64 == ip_left {
+                if ip_probe.check("127.0.0.1", 0).await.unwrap().remaining() as i64 == ip_left {
                     refunded = true;
                     break;
                 }

@@ -148,7 +148,7 @@ async fn spray<A: Algorithm>(
         .build()
         .unwrap();
     for i in 0..n {
-        assert!(l.check(&format!("user{i}"), cost).await.unwrap().allowed);
+        assert!(l.check(&format!("user{i}"), cost).await.unwrap().allowed());
     }
 }
 
@@ -223,16 +223,16 @@ fn max_keys_holds_while_a_spray_passes_and_hot_keys_stay_exact() {
     rt().block_on(async {
         for i in 0..n {
             // A fresh key always fits: nothing is denied for lack of room.
-            assert!(spray.check(&format!("user{i}"), 1).await.unwrap().allowed);
+            assert!(spray.check(&format!("user{i}"), 1).await.unwrap().allowed());
             if i % every == 0 {
                 let len = store.len();
                 most = most.max(len);
                 assert!(len <= MAX, "{len} keys held after {i}, bound {MAX}");
                 let d = hot.check("hot", 1).await.unwrap();
                 hot_used += 1;
-                assert!(d.allowed, "hot key denied after {hot_used}");
+                assert!(d.allowed(), "hot key denied after {hot_used}");
                 assert_eq!(
-                    d.remaining,
+                    d.remaining(),
                     HOT_LIMIT - hot_used,
                     "hot key lost count after {i} sprayed keys"
                 );
@@ -295,13 +295,11 @@ fn new_keys_cost_the_same_when_the_store_is_full() {
         rt.block_on(async {
             for _ in 0..n {
                 next += 1;
-                assert!(
-                    limiter
-                        .check(&format!("user{next}"), 1)
-                        .await
-                        .unwrap()
-                        .allowed
-                );
+                assert!(limiter
+                    .check(&format!("user{next}"), 1)
+                    .await
+                    .unwrap()
+                    .allowed());
             }
         });
     };

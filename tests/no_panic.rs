@@ -373,14 +373,14 @@ macro_rules! on_algs {
 /// The reason agrees with the rest; `remaining <= limit`; nothing degraded
 /// (the store never fails here).
 fn sane(d: &Decision) -> Outcome {
-    prop_assert!(!d.degraded, "{d:?}");
-    match d.reason {
-        Reason::WithinLimit => prop_assert!(d.allowed && d.retry_after.is_none(), "{d:?}"),
-        Reason::OverLimit => prop_assert!(!d.allowed && d.retry_after.is_some(), "{d:?}"),
-        Reason::CostTooHigh => prop_assert!(!d.allowed && d.retry_after.is_none(), "{d:?}"),
+    prop_assert!(!d.is_degraded(), "{d:?}");
+    match d.reason() {
+        Reason::WithinLimit => prop_assert!(d.allowed() && d.retry_after().is_none(), "{d:?}"),
+        Reason::OverLimit => prop_assert!(!d.allowed() && d.retry_after().is_some(), "{d:?}"),
+        Reason::CostTooHigh => prop_assert!(!d.allowed() && d.retry_after().is_none(), "{d:?}"),
         _ => prop_assert!(false, "the store never fails here: {d:?}"),
     }
-    prop_assert!(d.remaining <= d.limit, "{d:?}");
+    prop_assert!(d.remaining() <= d.limit(), "{d:?}");
     Ok(())
 }
 
@@ -388,33 +388,38 @@ fn sane(d: &Decision) -> Outcome {
 fn charged(d: &Decision, cost: u64) -> Outcome {
     sane(d)?;
     if cost == 0 {
-        prop_assert!(d.allowed, "cost 0: {d:?}");
+        prop_assert!(d.allowed(), "cost 0: {d:?}");
     }
-    if cost > d.limit {
-        prop_assert_eq!(d.reason, Reason::CostTooHigh, "cost {}: {:?}", cost, d);
+    if cost > d.limit() {
+        prop_assert_eq!(d.reason(), Reason::CostTooHigh, "cost {}: {:?}", cost, d);
     }
     Ok(())
 }
 
 /// Each limit's decision and what they add up to.
 fn charged_all(ds: &Decisions, cost: u64) -> Outcome {
-    charged(&ds.combined, cost)?;
-    prop_assert!((1..=MAX_LIMITS).contains(&ds.each.len()), "{ds:?}");
-    for each in &ds.each {
-        charged(&each.decision, cost)?;
+    charged(ds.overall(), cost)?;
+    prop_assert!((1..=MAX_LIMITS).contains(&ds.each().len()), "{ds:?}");
+    for each in ds.each() {
+        charged(&each.decision(), cost)?;
     }
-    let all = ds.each.iter().all(|e| e.decision.allowed);
-    prop_assert_eq!(ds.combined.allowed, all, "{:?}", ds);
-    let lowest = ds.each.iter().map(|e| e.decision.limit).min().unwrap();
+    let all = ds.each().iter().all(|e| e.decision().allowed());
+    prop_assert_eq!(ds.overall().allowed(), all, "{:?}", ds);
+    let lowest = ds
+        .each()
+        .iter()
+        .map(|e| e.decision().limit())
+        .min()
+        .unwrap();
     if cost > lowest {
-        prop_assert_eq!(ds.combined.reason, Reason::CostTooHigh, "{:?}", ds);
+        prop_assert_eq!(ds.overall().reason(), Reason::CostTooHigh, "{:?}", ds);
     }
     Ok(())
 }
 
 fn refunded(d: &Decision) -> Outcome {
     sane(d)?;
-    prop_assert!(d.allowed, "a refund is admitted: {d:?}");
+    prop_assert!(d.allowed(), "a refund is admitted: {d:?}");
     Ok(())
 }
 
@@ -559,12 +564,12 @@ async fn limiter_ops<A: Algorithm>(env: &Env, c: &LimiterCase, own: A, other: A)
             Op::Acquire(k) => match ok(op, leases.acquire(key(k)).await)? {
                 Ok(lease) => {
                     sane(lease.decision())?;
-                    prop_assert!(lease.decision().allowed);
+                    prop_assert!(lease.decision().allowed());
                     held.push(lease);
                 }
                 Err(d) => {
                     sane(&d)?;
-                    prop_assert_eq!(d.reason, Reason::OverLimit, "{:?}", d);
+                    prop_assert_eq!(d.reason(), Reason::OverLimit, "{:?}", d);
                 }
             },
             Op::PeekLeases(k) => sane(&ok(op, leases.peek(key(k)).await)?)?,
@@ -1036,12 +1041,12 @@ mod regressions {
         let (_server, limiters) = on_both(&algorithm, 1_000_000);
         for (store, limiter) in limiters {
             let fresh = limiter.check("k", 0).await.unwrap();
-            assert!(fresh.remaining <= fresh.limit, "{store}: {fresh:?}");
+            assert!(fresh.remaining() <= fresh.limit(), "{store}: {fresh:?}");
             let mut admitted = 0;
             for _ in 0..capacity + 10 {
                 let d = limiter.check("k", 1).await.unwrap();
-                assert!(d.remaining <= d.limit, "{store}: {d:?}");
-                admitted += u32::from(d.allowed);
+                assert!(d.remaining() <= d.limit(), "{store}: {d:?}");
+                admitted += u32::from(d.allowed());
             }
             assert_eq!(admitted, capacity, "{store}: {algorithm:?}");
         }
@@ -1066,13 +1071,13 @@ mod regressions {
         let (_server, limiters) = on_both(&Gcra::new(MAX, ms(1)), 1_000_000);
         for (store, limiter) in limiters {
             let d = limiter.check("k", MAX + 1).await.unwrap();
-            assert_eq!(d.reason, Reason::CostTooHigh, "{store}: {d:?}");
-            assert_eq!(d.retry_after, None, "{store}: {d:?}");
+            assert_eq!(d.reason(), Reason::CostTooHigh, "{store}: {d:?}");
+            assert_eq!(d.retry_after(), None, "{store}: {d:?}");
             // The whole burst at once still fits, and then nothing.
             let d = limiter.check("k", MAX).await.unwrap();
-            assert!(d.allowed, "{store}: {d:?}");
+            assert!(d.allowed(), "{store}: {d:?}");
             let d = limiter.check("k", 1).await.unwrap();
-            assert_eq!(d.reason, Reason::OverLimit, "{store}: {d:?}");
+            assert_eq!(d.reason(), Reason::OverLimit, "{store}: {d:?}");
         }
     }
 
@@ -1105,11 +1110,11 @@ mod regressions {
             let (server, limiters) = on_both(&algorithm, 1 << 48);
             for (store, limiter) in limiters {
                 let d = limiter.check("k", burst).await;
-                assert!(d.as_ref().is_ok_and(|d| d.allowed), "{store}: {d:?}");
+                assert!(d.as_ref().is_ok_and(|d| d.allowed()), "{store}: {d:?}");
                 let d = limiter.check("k", 1).await.unwrap();
-                assert_eq!(d.reason, Reason::OverLimit, "{store}: {d:?}");
+                assert_eq!(d.reason(), Reason::OverLimit, "{store}: {d:?}");
                 let peek = limiter.peek("k").await.unwrap();
-                assert_eq!(peek.remaining, 0, "{store}: {peek:?}");
+                assert_eq!(peek.remaining(), 0, "{store}: {peek:?}");
             }
             // Redis keeps the state as long as the schedule, and then some.
             let keys: Vec<String> = server.cmd(&["KEYS", "regress:*"]);

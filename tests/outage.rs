@@ -180,7 +180,7 @@ impl Fixture {
                     async move {
                         let key = headers["x-key"].to_str().unwrap_or_default().to_owned();
                         match counted.peek(&key).await {
-                            Ok(d) if !d.degraded => (MAX - d.remaining).to_string(),
+                            Ok(d) if !d.is_degraded() => (MAX - d.remaining()).to_string(),
                             _ => "unknown".to_owned(),
                         }
                     }
@@ -215,8 +215,10 @@ impl Fixture {
         let (rate, other) = (&self.rate, Gcra::new(2_000_000, Duration::from_secs(1)));
         match self.entry {
             Entry::Check => decided(rate.check("k", 1).await),
-            Entry::CheckAll => decided(rate.check_all("k", 1).await.map(|d| d.combined)),
-            Entry::CheckWith => decided(rate.check_with("k", 1, &other).await.map(|d| d.combined)),
+            Entry::CheckAll => decided(rate.check_all("k", 1).await.map(|d| *d.overall())),
+            Entry::CheckWith => {
+                decided(rate.check_with("k", 1, &other).await.map(|d| *d.overall()))
+            }
             Entry::Peek => decided(rate.peek("k").await),
             Entry::Refund => decided(rate.refund("k", 1).await),
             Entry::RefundWith => decided(rate.refund_with("k", 1, &other).await),
@@ -273,7 +275,7 @@ impl Fixture {
                 .await
                 .unwrap()
                 .expect("a free slot");
-            assert!(!lease.decision().degraded);
+            assert!(!lease.decision().is_degraded());
             self.held.lock().unwrap().push(lease);
         }
         let first = self.call().await;
@@ -286,17 +288,17 @@ impl Fixture {
     /// Whether the entry, called now, decided from Redis.
     async fn decides_from_redis(&self) -> bool {
         match self.call().await {
-            Seen::Decided(d) => !d.degraded,
-            Seen::InFlight(_) => matches!(self.leases.peek("k").await, Ok(d) if !d.degraded),
+            Seen::Decided(d) => !d.is_degraded(),
+            Seen::InFlight(_) => matches!(self.leases.peek("k").await, Ok(d) if !d.is_degraded()),
             // A lease taken and given back through Redis.
             Seen::Released => {
                 let Ok(Ok(lease)) = self.leases.acquire("cycle").await else {
                     return false;
                 };
-                let taken = !lease.decision().degraded;
+                let taken = !lease.decision().is_degraded();
                 lease.release().await;
                 let back = self.leases.peek("cycle").await;
-                taken && matches!(back, Ok(d) if !d.degraded && d.remaining == MAX)
+                taken && matches!(back, Ok(d) if !d.is_degraded() && d.remaining() == MAX)
             }
             Seen::Http {
                 status,
@@ -315,10 +317,14 @@ impl Fixture {
         let policy = self.policy;
         let ok = match seen {
             Seen::Decided(d) => match policy {
-                Policy::Open => d.allowed && d.degraded && d.reason == Reason::FailOpen,
-                Policy::Closed => !d.allowed && d.degraded && d.reason == Reason::FailClosed,
+                Policy::Open => d.allowed() && d.is_degraded() && d.reason() == Reason::FailOpen,
+                Policy::Closed => {
+                    !d.allowed() && d.is_degraded() && d.reason() == Reason::FailClosed
+                }
                 // The fallback's own decision: its limit is far away.
-                Policy::Fallback => d.allowed && d.degraded && d.reason == Reason::WithinLimit,
+                Policy::Fallback => {
+                    d.allowed() && d.is_degraded() && d.reason() == Reason::WithinLimit
+                }
                 Policy::ReturnError => false,
             },
             Seen::InFlight(n) => match policy {
@@ -443,7 +449,7 @@ async fn no_phantom_leases(all: &[Arc<Fixture>]) {
         let start = Instant::now();
         loop {
             let d = f.leases.peek("k").await.unwrap();
-            if !d.degraded && d.remaining == MAX {
+            if !d.is_degraded() && d.remaining() == MAX {
                 break;
             }
             assert!(

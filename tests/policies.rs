@@ -46,29 +46,29 @@ async fn several_limits_charge_all_or_nothing() {
             .build()
             .unwrap();
         for _ in 0..3 {
-            assert!(limiter.check("ana", 1).await.unwrap().allowed);
+            assert!(limiter.check("ana", 1).await.unwrap().allowed());
         }
         // The 4th is denied by `second`, so `minute` is not charged either.
         let d = limiter.check_all("ana", 1).await.unwrap();
-        assert!(!d.combined.allowed);
-        assert_eq!(d.combined.retry_after, Some(Duration::from_secs(1)));
-        let minute = d.each.iter().find(|p| &*p.name == "minute").unwrap();
-        assert!(minute.decision.allowed, "minute alone would admit");
+        assert!(!d.overall().allowed());
+        assert_eq!(d.overall().retry_after(), Some(Duration::from_secs(1)));
+        let minute = d.each().iter().find(|p| &*p.name() == "minute").unwrap();
+        assert!(minute.decision().allowed(), "minute alone would admit");
         assert_eq!(
-            limiter.check_all("ana", 0).await.unwrap().each[1]
-                .decision
-                .remaining,
+            limiter.check_all("ana", 0).await.unwrap().each()[1]
+                .decision()
+                .remaining(),
             2
         );
         clock.set(1000);
-        assert!(limiter.check("ana", 1).await.unwrap().allowed);
-        assert!(limiter.check("ana", 1).await.unwrap().allowed);
+        assert!(limiter.check("ana", 1).await.unwrap().allowed());
+        assert!(limiter.check("ana", 1).await.unwrap().allowed());
         // Now `minute` is spent: denied until the minute ends.
         let d = limiter.check("ana", 1).await.unwrap();
-        assert!(!d.allowed);
-        assert_eq!(d.retry_after, Some(Duration::from_secs(59)));
+        assert!(!d.allowed());
+        assert_eq!(d.retry_after(), Some(Duration::from_secs(59)));
         // A cost above one limit can never fit, whatever the other says.
-        assert_eq!(limiter.check("bob", 4).await.unwrap().retry_after, None);
+        assert_eq!(limiter.check("bob", 4).await.unwrap().retry_after(), None);
     })
     .await;
 }
@@ -94,7 +94,7 @@ async fn several_limits_stay_all_or_nothing_under_concurrency() {
     for i in 0..200 {
         let l = limiters[i % 4].clone();
         tasks.push(tokio::spawn(async move {
-            l.check("hot", 1).await.unwrap().allowed
+            l.check("hot", 1).await.unwrap().allowed()
         }));
     }
     let mut admitted = 0;
@@ -104,8 +104,8 @@ async fn several_limits_stay_all_or_nothing_under_concurrency() {
     assert_eq!(admitted, 30);
     // Both limits hold exactly the admitted requests: no partial charge.
     let state = limiters[0].check_all("hot", 0).await.unwrap();
-    assert_eq!(state.each[0].decision.remaining, 20, "wide");
-    assert_eq!(state.each[1].decision.remaining, 0, "narrow");
+    assert_eq!(state.each()[0].decision().remaining(), 20, "wide");
+    assert_eq!(state.each()[1].decision().remaining(), 0, "narrow");
 }
 
 #[tokio::test]
@@ -233,7 +233,7 @@ async fn an_inner_denial_refunds_the_outer_charge() {
         }
         assert_eq!(statuses, [200, 200, 429, 429, 429]);
         // The global limit keeps only the two admitted requests.
-        eventually(async || global.check("global", 0).await.unwrap().remaining == 98).await;
+        eventually(async || global.check("global", 0).await.unwrap().remaining() == 98).await;
     })
     .await;
 }
@@ -255,7 +255,7 @@ async fn server_errors_are_refunded() {
                 reqwest::get(format!("{base}/fail")).await.unwrap().status(),
                 500
             );
-            eventually(async || limiter.check("global", 0).await.unwrap().remaining == 3).await;
+            eventually(async || limiter.check("global", 0).await.unwrap().remaining() == 3).await;
         }
         for _ in 0..3 {
             assert_eq!(
@@ -298,7 +298,7 @@ async fn only_failed_logins_are_counted() {
         }
         for i in 0..3 {
             assert_eq!(login("wrong").await.unwrap().status(), 401);
-            eventually(async || limiter.check("127.0.0.1", 0).await.unwrap().remaining == 2 - i)
+            eventually(async || limiter.check("127.0.0.1", 0).await.unwrap().remaining() == 2 - i)
                 .await;
         }
         // Three failures: locked out, even with the right password.
@@ -325,5 +325,5 @@ async fn shadow_mode_counts_but_never_blocks() {
     };
     assert_eq!(statuses, [200; 4]);
     // Only the admitted two were charged; the shadow denials were not.
-    assert_eq!(limiter.check("global", 0).await.unwrap().remaining, 0);
+    assert_eq!(limiter.check("global", 0).await.unwrap().remaining(), 0);
 }

@@ -74,11 +74,11 @@ fn denied(remaining: u64, reset: u64, retry: Option<u64>) -> (bool, u64, u64, Op
 
 fn brief(d: Decision) -> (bool, u64, u64, Option<u64>, u64) {
     (
-        d.allowed,
-        d.remaining,
-        d.reset_after.as_millis() as u64,
-        d.retry_after.map(|r| r.as_millis() as u64),
-        d.delay.as_millis() as u64,
+        d.allowed(),
+        d.remaining(),
+        d.reset_after().as_millis() as u64,
+        d.retry_after().map(|r| r.as_millis() as u64),
+        d.delay().as_millis() as u64,
     )
 }
 
@@ -114,7 +114,7 @@ async fn gcra_cost_above_burst_never_fits_and_costs_nothing() {
 async fn gcra_default_burst_is_the_limit() {
     let g = both(Gcra::new(5, ms(1000)));
     for left in (0..5).rev() {
-        assert_eq!(g.at(0).check(1).await.remaining, left);
+        assert_eq!(g.at(0).check(1).await.remaining(), left);
     }
     assert_eq!(brief(g.at(0).check(1).await), denied(0, 1000, Some(200)));
 }
@@ -236,7 +236,7 @@ async fn limiters_share_state_exactly_when_prefix_name_and_algorithm_match() {
         }
         let tb = || TokenBucket::new(2, 1.0);
         let first = make(&store, &clock, ("p", "n"), tb());
-        assert!(first.check("ana", 2).await.unwrap().allowed);
+        assert!(first.check("ana", 2).await.unwrap().allowed());
         // The same prefix, name and algorithm: the same bucket, now empty.
         let same = make(&store, &clock, ("p", "n"), tb());
         assert!(same.check("ana", 1).await.unwrap().denied(), "{store:?}");
@@ -244,7 +244,7 @@ async fn limiters_share_state_exactly_when_prefix_name_and_algorithm_match() {
         for at in [("q", "n"), ("p", "m")] {
             let other = make(&store, &clock, at, tb());
             assert!(
-                other.check("ana", 2).await.unwrap().allowed,
+                other.check("ana", 2).await.unwrap().allowed(),
                 "{at:?} {store:?}"
             );
         }
@@ -254,8 +254,8 @@ async fn limiters_share_state_exactly_when_prefix_name_and_algorithm_match() {
             ("p", "n"),
             Gcra::new(2, Duration::from_secs(2)),
         );
-        assert!(gcra.check("ana", 2).await.unwrap().allowed, "{store:?}");
+        assert!(gcra.check("ana", 2).await.unwrap().allowed(), "{store:?}");
         // And another user key is another bucket.
-        assert!(first.check("bob", 2).await.unwrap().allowed, "{store:?}");
+        assert!(first.check("bob", 2).await.unwrap().allowed(), "{store:?}");
     }
 }

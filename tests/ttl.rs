@@ -167,7 +167,7 @@ async fn traffic(
         };
         let peek = rng.below(10) == 0;
         let d = (alg.check)(key, cost, peek).await.unwrap();
-        assert!(!d.degraded);
+        assert!(!d.is_degraded());
         decisions += 1;
         if rng.below(40) == 0 {
             tokio::time::sleep(Duration::from_millis(rng.below(60))).await;
@@ -253,13 +253,11 @@ async fn reads_and_refusals_write_nothing_and_full_states_expire() {
     let n: u64 = server.cmd(&["DBSIZE"]);
     assert_eq!(n, 0, "reads and refusals wrote keys");
     for a in &algs {
-        assert!(
-            (a.check)("full".into(), LIMIT, false)
-                .await
-                .unwrap()
-                .allowed
-        );
-        assert!(!(a.check)("full".into(), 1, false).await.unwrap().allowed);
+        assert!((a.check)("full".into(), LIMIT, false)
+            .await
+            .unwrap()
+            .allowed());
+        assert!(!(a.check)("full".into(), 1, false).await.unwrap().allowed());
     }
     assert_eq!(assert_all_keys_expire(&server, &algs, 0), algs.len());
     assert_drains(&server, 0).await;

@@ -13,7 +13,7 @@ use floodgate::headers::{
     RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET,
 };
 use floodgate::response::{bad_request, service_unavailable, too_many_requests};
-use floodgate::{Decision, Reason};
+use floodgate::Decision;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
@@ -25,19 +25,11 @@ use common::sf;
 // ---- fixtures ----------------------------------------------------------
 
 fn decision(allowed: bool, remaining: u64, reset_ms: u64, retry_ms: Option<u64>) -> Decision {
-    Decision {
-        allowed,
-        limit: 100,
-        remaining,
-        reset_after: Duration::from_millis(reset_ms),
-        retry_after: retry_ms.map(Duration::from_millis),
-        delay: Duration::ZERO,
-        reason: match (allowed, retry_ms) {
-            (true, _) => Reason::WithinLimit,
-            (false, Some(_)) => Reason::OverLimit,
-            (false, None) => Reason::CostTooHigh,
-        },
-        degraded: false,
+    let reset = Duration::from_millis(reset_ms);
+    match (allowed, retry_ms) {
+        (true, _) => Decision::within_limit(100, remaining, reset),
+        (false, Some(r)) => Decision::over_limit(100, remaining, reset, Duration::from_millis(r)),
+        (false, None) => Decision::cost_too_high(100, remaining, reset),
     }
 }
 
@@ -279,16 +271,7 @@ fn ietf_names_are_escaped_or_sanitized() {
 
 #[test]
 fn ietf_huge_numbers_stay_valid_structured_fields() {
-    let d = Decision {
-        allowed: false,
-        limit: u64::MAX,
-        remaining: u64::MAX,
-        reset_after: Duration::MAX,
-        retry_after: Some(Duration::MAX),
-        delay: Duration::ZERO,
-        reason: Reason::OverLimit,
-        degraded: false,
-    };
+    let d = Decision::over_limit(u64::MAX, u64::MAX, Duration::MAX, Duration::MAX);
     let p = Quota {
         units: u64::MAX,
         window: Duration::MAX,
@@ -305,8 +288,7 @@ fn ietf_huge_numbers_stay_valid_structured_fields() {
 
 #[test]
 fn degraded_decisions_write_no_rate_limit_fields() {
-    let mut d = denied(Some(1_000));
-    d.degraded = true;
+    let d = denied(Some(1_000)).mark_degraded();
     let reports = [LimitReport::new("p", quota(10, MINUTE), &d)];
     for style in [
         HeaderStyle::Ietf,
@@ -325,8 +307,7 @@ fn degraded_decisions_write_no_rate_limit_fields() {
 
 #[test]
 fn degraded_decisions_are_left_out_of_a_mix() {
-    let mut fallback = allowed(0, 1_000);
-    fallback.degraded = true;
+    let fallback = allowed(0, 1_000).mark_degraded();
     let shared = allowed(7, 2_000);
     let reports = [
         LimitReport::new("fallback", quota(1, 1_000), &fallback),
@@ -387,10 +368,7 @@ fn legacy_epoch_seconds() {
 #[test]
 fn legacy_reports_the_most_restrictive_policy() {
     let a = allowed(9, 1_000);
-    let b = Decision {
-        limit: 5,
-        ..allowed(2, 4_000)
-    };
+    let b = Decision::within_limit(5, 2, Duration::from_millis(4_000));
     let reports = [
         LimitReport::new("a", quota(10, MINUTE), &a),
         LimitReport::new("b", quota(5, MINUTE), &b),
@@ -500,10 +478,7 @@ fn too_many_requests_waits_for_every_denying_policy() {
 
 #[test]
 fn too_many_requests_for_a_cost_that_never_fits_has_no_retry_after() {
-    let d = Decision {
-        limit: 10,
-        ..denied(None)
-    };
+    let d = Decision::cost_too_high(10, 0, Duration::ZERO);
     let reports = [LimitReport::new("uploads", quota(10, MINUTE), &d)];
     let response = too_many_requests(&reports, HeaderStyle::Ietf, now());
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
@@ -580,16 +555,13 @@ mod properties {
             allowed in any::<bool>(),
             degraded in any::<bool>(),
         ) {
-            let d = Decision {
-                allowed,
-                limit,
-                remaining,
-                reset_after: Duration::from_nanos(reset_ns),
-                retry_after: retry_ns.map(Duration::from_nanos),
-                delay: Duration::ZERO,
-                reason: if allowed { Reason::WithinLimit } else { Reason::OverLimit },
-                degraded,
+            let reset = Duration::from_nanos(reset_ns);
+            let d = match (allowed, retry_ns) {
+                (true, _) => Decision::within_limit(limit, remaining, reset),
+                (false, Some(r)) => Decision::over_limit(limit, remaining, reset, Duration::from_nanos(r)),
+                (false, None) => Decision::cost_too_high(limit, remaining, reset),
             };
+            let d = if degraded { d.mark_degraded() } else { d };
             let p = Quota { units: quota, window: Duration::from_nanos(window_ns) };
             let reports = [LimitReport::new(&name, p, &d)];
             let response = too_many_requests(&reports, HeaderStyle::Both, now());

@@ -90,8 +90,8 @@ impl Outcome {
         let admitted: Vec<(u64, Duration)> = times
             .iter()
             .zip(&decisions)
-            .filter(|(_, d)| d.allowed)
-            .map(|(t, d)| (*t, d.delay))
+            .filter(|(_, d)| d.allowed())
+            .map(|(t, d)| (*t, d.delay()))
             .collect();
         let admitted_at: Vec<u64> = admitted.iter().map(|(t, _)| *t).collect();
         let queue = admitted.iter().any(|(_, d)| !d.is_zero()).then(|| {
@@ -117,7 +117,7 @@ impl Outcome {
 
     /// How many of the requests in `range` (indices) were admitted.
     fn admitted_of(&self, range: std::ops::Range<usize>) -> usize {
-        self.decisions[range].iter().filter(|d| d.allowed).count()
+        self.decisions[range].iter().filter(|d| d.allowed()).count()
     }
 
     /// How many requests sent in `[from, to]` (times) were admitted.

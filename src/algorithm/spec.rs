@@ -260,17 +260,14 @@ impl Reply {
     #[inline(always)]
     pub(crate) fn decision(self) -> Decision {
         let d = |v: i64| Duration::from_millis(v.max(0).unsigned_abs());
-        let reason = self.reason();
-        Decision {
-            allowed: self.allowed,
-            limit: self.limit.max(0).unsigned_abs(),
-            remaining: self.remaining.max(0).unsigned_abs(),
-            reset_after: d(self.reset_ms),
-            retry_after: (reason == Reason::OverLimit).then(|| d(self.retry_ms)),
-            delay: d(self.delay_ms),
-            reason,
-            degraded: false,
-        }
+        Decision::new(
+            self.reason(),
+            self.limit.max(0).unsigned_abs(),
+            self.remaining.max(0).unsigned_abs(),
+            d(self.reset_ms),
+            (self.retry_ms >= 0).then(|| d(self.retry_ms)),
+            d(self.delay_ms),
+        )
     }
 }
 

@@ -1,6 +1,6 @@
 use crate::algorithm::{checked_window, window_errors, Quota, Spec};
-use crate::failure::{CircuitState, FailurePolicy, Fallback, FallbackKind, FallbackLimiter};
-use crate::limiter::{settings_methods, Ask, Core, Decided, Pending, Plan, Settings};
+use crate::failure::{CircuitState, FailurePolicy, FallbackDecider, FallbackKind, FallbackLimiter};
+use crate::limiter::{settings_methods, Ask, Core, Outcome, Pending, Plan, Settings};
 use crate::store::{Mode, Store};
 use crate::{ConfigError, Decision, Error, Reason};
 use std::collections::hash_map::RandomState;
@@ -93,7 +93,7 @@ impl ConcurrencyLimiter {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
-        Ok(self.start(key, Mode::Peek, "").await?.combined())
+        Ok(self.start(key, Mode::Peek, "").await?.overall())
     }
 
     /// How many requests of `key` are in flight (at most `max`), from the
@@ -107,7 +107,7 @@ impl ConcurrencyLimiter {
     /// answered by the failure policy.
     pub async fn in_flight(&self, key: &str) -> Result<u64, Error> {
         let d = self.peek(key).await?;
-        Ok(self.inner.max.saturating_sub(d.remaining))
+        Ok(self.inner.max.saturating_sub(d.remaining()))
     }
 
     /// The most requests in flight per key.
@@ -135,7 +135,7 @@ impl ConcurrencyLimiter {
         self.inner.quota
     }
 
-    fn start(&self, key: &str, mode: Mode, lease: &str) -> Pending<Decided> {
+    fn start(&self, key: &str, mode: Mode, lease: &str) -> Pending<Outcome> {
         let inner = &*self.inner;
         inner.core.run(Ask {
             plan: &inner.plan,
@@ -148,7 +148,7 @@ impl ConcurrencyLimiter {
     }
 
     /// Start acquiring a new lease for `key`: its id, and the decision.
-    pub(crate) fn start_acquire(&self, key: &str) -> (String, Pending<Decided>) {
+    pub(crate) fn start_acquire(&self, key: &str) -> (String, Pending<Outcome>) {
         let id = lease_id();
         let pending = self.start(key, Mode::Check, &id);
         (id, pending)
@@ -159,10 +159,10 @@ impl ConcurrencyLimiter {
         &self,
         key: String,
         id: String,
-        decided: &Decided,
+        decided: &Outcome,
     ) -> Result<Lease, Decision> {
-        let decision = decided.combined();
-        if !decision.allowed {
+        let decision = decided.overall();
+        if !decision.allowed() {
             return Err(decision);
         }
         Ok(Lease {
@@ -170,16 +170,16 @@ impl ConcurrencyLimiter {
             key,
             id,
             decision,
-            released: decision.reason == Reason::FailOpen,
+            released: decision.reason() == Reason::FailOpen,
         })
     }
 
     /// Release lease `id` of `key`, granted by `decision`: in the store, or
     /// in the fallback that granted it.
-    fn release(&self, key: &str, id: &str, decision: &Decision) -> Pending<Decided> {
-        if decision.degraded {
+    fn release(&self, key: &str, id: &str, decision: &Decision) -> Pending<Outcome> {
+        if decision.is_degraded() {
             if let FailurePolicy::Fallback(f) = self.failure_policy() {
-                return f.decide(key, 1, Mode::Refund, id).map(Decided::one);
+                return f.decide(key, 1, Mode::Refund, id).map(Outcome::one);
             }
         }
         self.start(key, Mode::Refund, id)
@@ -237,19 +237,19 @@ impl fmt::Debug for ConcurrencyLimiter {
     }
 }
 
-impl FallbackLimiter for ConcurrencyLimiter {
+impl FallbackDecider for ConcurrencyLimiter {
     fn kind(&self) -> FallbackKind {
         FallbackKind::Concurrency
     }
 
     fn decide(&self, key: &str, _cost: u64, mode: Mode, lease: &str) -> Pending<Decision> {
-        self.start(key, mode, lease).map(|d| d.combined())
+        self.start(key, mode, lease).map(|d| d.overall())
     }
 }
 
-impl From<ConcurrencyLimiter> for Fallback {
+impl From<ConcurrencyLimiter> for FallbackLimiter {
     fn from(limiter: ConcurrencyLimiter) -> Self {
-        Fallback::new(Arc::new(limiter))
+        FallbackLimiter::new(Arc::new(limiter))
     }
 }
 

@@ -46,7 +46,7 @@ pub(crate) struct Call<'a> {
 }
 
 /// One decision per target, in order.
-pub(crate) type Each = SmallVec<[Decision; 1]>;
+pub(crate) type LimitDecisions = SmallVec<[Decision; 1]>;
 
 impl Guard {
     pub(crate) fn new(
@@ -75,7 +75,11 @@ impl Guard {
 
     /// Run `store` under the timeout and the breaker; on failure, let the
     /// policy decide. One decision per target, in order.
-    pub(crate) async fn call(&self, store: StoreFuture, call: &Call<'_>) -> Result<Each, Error> {
+    pub(crate) async fn call(
+        &self,
+        store: StoreFuture,
+        call: &Call<'_>,
+    ) -> Result<LimitDecisions, Error> {
         let Some(ticket) = self.breaker.try_acquire() else {
             return self.degrade(call, FailureKind::CircuitOpen, None).await;
         };
@@ -113,13 +117,13 @@ impl Guard {
         call: &Call<'_>,
         kind: FailureKind,
         error: Option<StoreError>,
-    ) -> Result<Each, Error> {
+    ) -> Result<LimitDecisions, Error> {
         // With the circuit open nothing below waits on Tokio: without this, a
         // task deciding in a loop would never yield, and could starve its
         // worker (timers included).
         tokio::task::coop::consume_budget().await;
         // `Err(None)`: return the store's error.
-        let decided: Result<Each, Option<Error>> = match &self.policy {
+        let decided: Result<LimitDecisions, Option<Error>> = match &self.policy {
             FailurePolicy::FailOpen => Ok(call.specs.iter().map(fail_open).collect()),
             FailurePolicy::FailClosed => {
                 let retry = self.breaker.retry_after();
@@ -152,7 +156,7 @@ impl Guard {
         decision: Option<&Decision>,
     ) {
         let policy = self.policy.name();
-        let allowed = decision.map(|d| d.allowed);
+        let allowed = decision.map(|d| d.allowed());
         tracing::debug!(
             limiter = call.limiter,
             kind = kind.as_str(),
@@ -208,7 +212,7 @@ impl Guard {
 }
 
 /// The store's replies as decisions.
-fn decisions(replies: Replies) -> Each {
+fn decisions(replies: Replies) -> LimitDecisions {
     replies
         .into_iter()
         .map(crate::algorithm::Reply::decision)
@@ -229,30 +233,29 @@ impl fmt::Debug for Guard {
 /// Admitted, with placeholders: the limit as remaining, nothing to wait.
 fn fail_open(spec: &Spec) -> Decision {
     let limit = spec.max_cost();
-    Decision {
-        allowed: true,
+    Decision::new(
+        Reason::FailOpen,
         limit,
-        remaining: limit,
-        reset_after: Duration::ZERO,
-        retry_after: None,
-        delay: Duration::ZERO,
-        reason: Reason::FailOpen,
-        degraded: true,
-    }
+        limit,
+        Duration::ZERO,
+        None,
+        Duration::ZERO,
+    )
+    .mark_degraded()
 }
 
 /// Denied until the breaker would let a call through again.
 fn fail_closed(spec: &Spec, retry_after: Duration) -> Decision {
-    Decision {
-        allowed: false,
-        limit: spec.max_cost(),
-        remaining: 0,
-        reset_after: retry_after,
-        retry_after: Some(retry_after),
-        delay: Duration::ZERO,
-        reason: Reason::FailClosed,
-        degraded: true,
-    }
+    let limit = spec.max_cost();
+    Decision::new(
+        Reason::FailClosed,
+        limit,
+        0,
+        retry_after,
+        Some(retry_after),
+        Duration::ZERO,
+    )
+    .mark_degraded()
 }
 
 #[cfg(test)]
@@ -299,14 +302,16 @@ mod tests {
             .call(down(), &call(&specs))
             .await
             .unwrap()[0];
-        assert!(d.allowed && d.degraded && d.limit == 10 && d.reason == Reason::FailOpen);
+        assert!(
+            d.allowed() && d.is_degraded() && d.limit() == 10 && d.reason() == Reason::FailOpen
+        );
 
         let d = guard(FailurePolicy::FailClosed)
             .call(down(), &call(&specs))
             .await
             .unwrap()[0];
-        assert!(!d.allowed && d.degraded && d.reason == Reason::FailClosed);
-        assert_eq!(d.retry_after, Some(DEFAULT_COOL_DOWN));
+        assert!(!d.allowed() && d.is_degraded() && d.reason() == Reason::FailClosed);
+        assert_eq!(d.retry_after(), Some(DEFAULT_COOL_DOWN));
 
         let e = guard(FailurePolicy::ReturnError)
             .call(down(), &call(&specs))
@@ -317,10 +322,12 @@ mod tests {
         let local = Limiter::new(MemoryStore::new(), TokenBucket::new(1, 0.001));
         let g = guard(FailurePolicy::fallback(local));
         let d = g.call(down(), &call(&specs)).await.unwrap()[0];
-        assert!(d.allowed && d.degraded && d.limit == 1 && d.reason == Reason::WithinLimit);
+        assert!(
+            d.allowed() && d.is_degraded() && d.limit() == 1 && d.reason() == Reason::WithinLimit
+        );
         let d = g.call(down(), &call(&specs)).await.unwrap()[0];
-        assert!(!d.allowed && d.degraded && d.retry_after.is_some());
-        assert_eq!(d.reason, Reason::OverLimit, "the fallback says why");
+        assert!(!d.allowed() && d.is_degraded() && d.retry_after().is_some());
+        assert_eq!(d.reason(), Reason::OverLimit, "the fallback says why");
     }
 
     #[tokio::test(start_paused = true)]
@@ -341,14 +348,14 @@ mod tests {
         for _ in 0..2 {
             let start = tokio::time::Instant::now();
             let d = g.call(hangs(), &call(&specs)).await.unwrap()[0];
-            assert!(d.degraded);
+            assert!(d.is_degraded());
             assert_eq!(start.elapsed(), TIMEOUT);
         }
         assert_eq!(g.circuit_state(), CircuitState::Open);
         let never: StoreFuture =
             Box::pin(async { panic!("an open circuit does not call the store") });
         let d = g.call(never, &call(&specs)).await.unwrap()[0];
-        assert!(d.degraded && d.allowed);
+        assert!(d.is_degraded() && d.allowed());
         assert_eq!(
             *kinds.lock().unwrap(),
             [

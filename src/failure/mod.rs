@@ -61,7 +61,7 @@
 //!
 //! Every decision made by a policy is visible three ways:
 //!
-//! - [`Decision::degraded`] is `true` (the layer then sends no rate-limit
+//! - [`Decision::is_degraded`] is `true` (the layer then sends no rate-limit
 //!   fields, whose numbers would not be the shared state), and
 //!   [`Decision::reason`] is [`FailOpen`](crate::Reason::FailOpen),
 //!   [`FailClosed`](crate::Reason::FailClosed), or the fallback's own reason
@@ -108,7 +108,7 @@
 //!     .build()?;
 //!
 //! let d = limiter.check("ana", 1).await?;
-//! assert!(d.allowed && d.degraded && d.reason == floodgate::Reason::FailOpen);
+//! assert!(d.allowed() && d.is_degraded() && d.reason() == floodgate::Reason::FailOpen);
 //! for _ in 0..5 {
 //!     limiter.check("ana", 1).await?;
 //! }
@@ -122,8 +122,8 @@ mod policy;
 
 pub use breaker::{CircuitBreaker, CircuitState, DEFAULT_COOL_DOWN, DEFAULT_FAILURES};
 pub(crate) use guard::{Call, FailureHook, Guard};
-pub use policy::{FailurePolicy, Fallback};
-pub(crate) use policy::{FallbackKind, FallbackLimiter};
+pub use policy::{FailurePolicy, FallbackLimiter};
+pub(crate) use policy::{FallbackDecider, FallbackKind};
 
 use crate::store::StoreError;
 use crate::Decision;

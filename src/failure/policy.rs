@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// [`ConcurrencyLimiterBuilder::on_store_failure`](crate::concurrency::ConcurrencyLimiterBuilder::on_store_failure);
 /// the default is [`FailOpen`](Self::FailOpen).
 ///
-/// Every decision made this way has [`Decision::degraded`] set, and is
+/// Every decision made this way has [`Decision::is_degraded`] set, and is
 /// reported by a `tracing` event and the failure hook; see the
 /// [module documentation](crate::failure) for how to choose.
 ///
@@ -57,7 +57,7 @@ pub enum FailurePolicy {
     /// Its decisions are returned marked `degraded`, with their own reason:
     /// a client over the fallback's limit is answered 429. Build with
     /// [`FailurePolicy::fallback`].
-    Fallback(Fallback),
+    Fallback(FallbackLimiter),
     /// Return the store's error to the caller ([`Error::Store`](crate::Error::Store)): for
     /// library users who decide themselves. While the circuit is open the
     /// error is [`StoreError::Unavailable`](crate::store::StoreError::Unavailable).
@@ -71,7 +71,7 @@ impl FailurePolicy {
     /// [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter) for a
     /// concurrency limiter (building a limiter with the other kind is an
     /// error naming `on_store_failure`).
-    pub fn fallback(limiter: impl Into<Fallback>) -> Self {
+    pub fn fallback(limiter: impl Into<FallbackLimiter>) -> Self {
         FailurePolicy::Fallback(limiter.into())
     }
 
@@ -95,8 +95,8 @@ impl FailurePolicy {
 /// Cheap to clone. The fallback keeps its own state: while it decides, the
 /// shared state in the store is neither read nor charged.
 #[derive(Clone)]
-pub struct Fallback {
-    limiter: Arc<dyn FallbackLimiter>,
+pub struct FallbackLimiter {
+    limiter: Arc<dyn FallbackDecider>,
 }
 
 /// Which limiters a fallback can stand in for.
@@ -109,7 +109,7 @@ pub(crate) enum FallbackKind {
 }
 
 /// A limiter with its type erased: what a fallback needs of it.
-pub(crate) trait FallbackLimiter: Send + Sync + fmt::Debug {
+pub(crate) trait FallbackDecider: Send + Sync + fmt::Debug {
     fn kind(&self) -> FallbackKind;
     /// Its decision for the call the store could not make: a check, a peek
     /// or a refund as `mode` says; `lease` the lease of a concurrency call.
@@ -117,8 +117,8 @@ pub(crate) trait FallbackLimiter: Send + Sync + fmt::Debug {
     fn decide(&self, key: &str, cost: u64, mode: Mode, lease: &str) -> Pending<Decision>;
 }
 
-impl Fallback {
-    pub(crate) fn new(limiter: Arc<dyn FallbackLimiter>) -> Self {
+impl FallbackLimiter {
+    pub(crate) fn new(limiter: Arc<dyn FallbackDecider>) -> Self {
         Self { limiter }
     }
 
@@ -134,15 +134,16 @@ impl Fallback {
         mode: Mode,
         lease: &str,
     ) -> Pending<Decision> {
-        self.limiter.decide(key, cost, mode, lease).map(|mut d| {
-            d.degraded = true;
-            d
-        })
+        self.limiter
+            .decide(key, cost, mode, lease)
+            .map(Decision::mark_degraded)
     }
 }
 
-impl fmt::Debug for Fallback {
+impl fmt::Debug for FallbackLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Fallback").field(&self.limiter).finish()
+        f.debug_tuple("FallbackLimiter")
+            .field(&self.limiter)
+            .finish()
     }
 }

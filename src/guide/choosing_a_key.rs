@@ -10,8 +10,8 @@
 //! |---|---|---|
 //! | anonymous, clients connect to your server directly | the TCP peer address | [`PeerIp`] |
 //! | anonymous, behind nginx, a load balancer or a CDN | the client address the proxies report | [`ClientIp`] with the proxies trusted |
-//! | API clients with keys | the API key, or better the account it belongs to | [`Header`], [`Extension`] |
-//! | logged-in users | the user id your auth layer found | [`Extension`] |
+//! | API clients with keys | the API key, or better the account it belongs to | [`Header`], [`ExtensionKey`] |
+//! | logged-in users | the user id your auth layer found | [`ExtensionKey`] |
 //! | everyone together (protecting a fragile backend) | one constant | [`Global`] |
 //! | a combination, one bucket per pair | e.g. user and IP | a tuple `(A, B)` |
 //! | anything else | your function | [`from_fn`], or implement `KeyExtractor` |
@@ -138,7 +138,7 @@
 //!   after authentication, and an IP limit before it. And the key's value
 //!   ends up in the Redis key name (longer than 128 bytes it is hashed):
 //!   for secrets, prefer the account id.
-//! - [`Extension<T>`](crate::key::Extension) keys on a value your auth layer
+//! - [`Extension<T>`](crate::key::ExtensionKey) keys on a value your auth layer
 //!   put in the request's extensions (the user id, the account, the
 //!   organization): after authentication, by construction, since the
 //!   extension is only there once auth has run.
@@ -154,7 +154,7 @@
 //! use axum::{extract::{ConnectInfo, Request}, http::StatusCode, middleware::{self, Next}};
 //! use axum::{response::Response, routing::get, Router};
 //! use floodgate::algorithm::SlidingWindow;
-//! use floodgate::key::{Extension, PeerIp};
+//! use floodgate::key::{ExtensionKey, PeerIp};
 //! use floodgate::{layer::RateLimitLayer, store::MemoryStore, Limiter};
 //! use std::{fmt, net::SocketAddr, time::Duration};
 //! use tower::ServiceExt;
@@ -188,7 +188,7 @@
 //!
 //! let app = Router::new()
 //!     .route("/", get(|| async { "ok" }))
-//!     .layer(RateLimitLayer::new(per_user, Extension::<User>::new())) // third
+//!     .layer(RateLimitLayer::new(per_user, ExtensionKey::<User>::new())) // third
 //!     .layer(middleware::from_fn(auth))                                // second
 //!     .layer(RateLimitLayer::new(per_ip.clone(), PeerIp::new()));      // first
 //!
@@ -204,7 +204,7 @@
 //! // per-IP limit: it holds only the two that were served. (Refunds run on a
 //! // task once the response is known; let it run.)
 //! tokio::task::yield_now().await;
-//! assert_eq!(per_ip.check("203.0.113.9", 0).await?.remaining, 98);
+//! assert_eq!(per_ip.check("203.0.113.9", 0).await?.remaining(), 98);
 //! # Ok(()) }
 //! ```
 //!
@@ -219,7 +219,7 @@
 //! shedding). Several limits on *one* key are atomic instead: see
 //! [`several_limits`](super::several_limits).
 //!
-//! A tuple of extractors is something else: `(Extension::<User>::new(),
+//! A tuple of extractors is something else: `(ExtensionKey::<User>::new(),
 //! PeerIp::new())` is *one* limit whose buckets are the pairs (user 7 from
 //! one address, user 7 from another), e.g. to limit each device of an
 //! account separately.
@@ -237,7 +237,7 @@
 //! [`PeerIp`]: crate::key::PeerIp
 //! [`ClientIp`]: crate::key::ClientIp
 //! [`Header`]: crate::key::Header
-//! [`Extension`]: crate::key::Extension
+//! [`ExtensionKey`]: crate::key::ExtensionKey
 //! [`Global`]: crate::key::Global
 //! [`from_fn`]: crate::key::from_fn
 //! [`RateLimitLayer::refund_inner_denials`]: crate::layer::RateLimitLayer::refund_inner_denials

@@ -80,7 +80,7 @@
 //!     for (i, at) in [990, 1010].into_iter().enumerate() {
 //!         clock.set(t0 + at);
 //!         for _ in 0..15 {
-//!             admitted[i] += usize::from(limiter.check("ana", 1).await?.allowed);
+//!             admitted[i] += usize::from(limiter.check("ana", 1).await?.allowed());
 //!         }
 //!     }
 //!     Ok((admitted[0], admitted[1]))

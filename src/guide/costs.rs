@@ -151,10 +151,10 @@
 //! // Outgoing e-mail: 1000 recipients per hour per customer.
 //! let mail = Limiter::new(MemoryStore::new(), SlidingWindow::new(1_000, Duration::from_secs(3_600)));
 //! let d = mail.check("customer-42", 300).await?; // a mailing to 300 recipients
-//! assert!(d.allowed);
-//! assert_eq!(d.remaining, 700);
+//! assert!(d.allowed());
+//! assert_eq!(d.remaining(), 700);
 //! // The mail server refused it: give the charge back.
-//! assert_eq!(mail.refund("customer-42", 300).await?.remaining, 1_000);
+//! assert_eq!(mail.refund("customer-42", 300).await?.remaining(), 1_000);
 //! # Ok(()) }
 //! ```
 //!

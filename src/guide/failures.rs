@@ -16,7 +16,7 @@
 //! | what the limit protects | policy | why | the layer answers |
 //! |---|---|---|---|
 //! | against abuse, scraping, a client that loops: ordinary API limits | [`FailOpen`] (the default) | a few minutes without limits is an inconvenience; refusing every request is an outage, and the limiter must not become the outage | your response, without rate-limit fields |
-//! | a fragile downstream that must not see more than N | [`Fallback`] | keep a limit, approximately: each app server enforces its share locally (the global limit divided by the number of servers) | as the fallback decides: your response, or `429` with `Retry-After`; without rate-limit fields |
+//! | a fragile downstream that must not see more than N | [`FallbackLimiter`] | keep a limit, approximately: each app server enforces its share locally (the global limit divided by the number of servers) | as the fallback decides: your response, or `429` with `Retry-After`; without rate-limit fields |
 //! | money or security: per-tenant billing limits, paid API credits, login attempts, password resets, OTP codes | [`FailClosed`] | unlimited paid usage or unlimited password guesses are worse than a short refusal | `503` with `Retry-After` |
 //! | you call [`Limiter`](crate::Limiter) yourself and want to decide in your code | [`ReturnError`] | the store's error comes back as [`Error::Store`](crate::Error::Store) | `503` without `Retry-After` |
 //!
@@ -148,7 +148,7 @@
 //! assert!(res.headers().get("ratelimit").is_none());
 //!
 //! let d = search.check("global", 1).await?; // the key `Global` gives every request
-//! assert!(d.degraded && d.denied() && d.reason == Reason::OverLimit);
+//! assert!(d.is_degraded() && d.denied() && d.reason() == Reason::OverLimit);
 //! # Ok(()) }
 //! ```
 //!
@@ -169,7 +169,7 @@
 //! - [`FailOpen`]: the request is admitted without a lease, since there is
 //!   no store to hold one in; nothing is released when it ends.
 //! - [`FailClosed`]: denied, and the layer answers `503` with `Retry-After`.
-//! - [`Fallback`]: a concurrency limiter over a memory store takes and
+//! - [`FallbackLimiter`]: a concurrency limiter over a memory store takes and
 //!   releases the leases while Redis is away; when it is full, the layer
 //!   answers `429`.
 //! - [`ReturnError`]: `acquire` returns the error; the layer answers `503`.
@@ -184,13 +184,13 @@
 //! let down = RedisStore::from_url("redis://127.0.0.1:1")?;
 //! let uploads = ConcurrencyLimiter::builder(down.clone(), 2).name("uploads").build()?;
 //! let lease = uploads.acquire("ana").await?.expect("failing open admits");
-//! assert_eq!(lease.decision().reason, Reason::FailOpen);
+//! assert_eq!(lease.decision().reason(), Reason::FailOpen);
 //!
 //! let exports = ConcurrencyLimiter::builder(down.clone(), 2)
 //!     .name("exports")
 //!     .on_store_failure(FailurePolicy::FailClosed)
 //!     .build()?;
-//! assert_eq!(exports.acquire("ana").await?.unwrap_err().reason, Reason::FailClosed);
+//! assert_eq!(exports.acquire("ana").await?.unwrap_err().reason(), Reason::FailClosed);
 //!
 //! // Four in flight for the fleet, one per server while Redis is away.
 //! let local = ConcurrencyLimiter::builder(MemoryStore::new(), 1).name("reports-local").build()?;
@@ -199,7 +199,7 @@
 //!     .on_store_failure(FailurePolicy::fallback(local))
 //!     .build()?;
 //! let held = reports.acquire("ana").await?.expect("the local slot");
-//! assert_eq!(reports.acquire("ana").await?.unwrap_err().reason, Reason::OverLimit);
+//! assert_eq!(reports.acquire("ana").await?.unwrap_err().reason(), Reason::OverLimit);
 //! drop(held); // released in the fallback
 //! assert!(reports.acquire("ana").await?.is_ok());
 //! # Ok(()) }
@@ -207,7 +207,7 @@
 //!
 //! # Seeing it happen
 //!
-//! Every decision a policy made has [`Decision::degraded`](crate::Decision::degraded)
+//! Every decision a policy made has [`Decision::is_degraded`](crate::Decision::is_degraded)
 //! set, and the layer then sends no rate-limit fields (their numbers would
 //! not be the shared state). Its [`reason`](crate::Decision::reason) is
 //! [`FailOpen`](crate::Reason::FailOpen), [`FailClosed`](crate::Reason::FailClosed),
@@ -231,5 +231,5 @@
 //!
 //! [`FailOpen`]: crate::failure::FailurePolicy::FailOpen
 //! [`FailClosed`]: crate::failure::FailurePolicy::FailClosed
-//! [`Fallback`]: crate::failure::FailurePolicy::Fallback
+//! [`FallbackLimiter`]: crate::failure::FailurePolicy::Fallback
 //! [`ReturnError`]: crate::failure::FailurePolicy::ReturnError

@@ -25,22 +25,22 @@
 //! let limiter = Limiter::builder(MemoryStore::new(), limits).clock(clock.clone()).build()?;
 //!
 //! for _ in 0..3 {
-//!     assert!(limiter.check("ana", 1).await?.allowed);
+//!     assert!(limiter.check("ana", 1).await?.allowed());
 //! }
 //! // The 4th is denied by "second"; "day" alone would admit it, but is not
 //! // charged either.
 //! let d = limiter.check_all("ana", 1).await?;
-//! assert!(d.combined.denied());
+//! assert!(d.overall().denied());
 //! assert_eq!(&*d.each[1].name, "day");
-//! assert!(d.each[1].decision.allowed);
-//! assert_eq!(limiter.check_all("ana", 0).await?.each[1].decision.remaining, 2);
+//! assert!(d.each[1].decision.allowed());
+//! assert_eq!(limiter.check_all("ana", 0).await?.each[1].decision.remaining(), 2);
 //!
 //! clock.advance(Duration::from_secs(2));
-//! assert!(limiter.check("ana", 1).await?.allowed);
-//! assert!(limiter.check("ana", 1).await?.allowed);
+//! assert!(limiter.check("ana", 1).await?.allowed());
+//! assert!(limiter.check("ana", 1).await?.allowed());
 //! // Now the day is spent: the wait is the rest of the UTC day.
 //! let d = limiter.check("ana", 1).await?;
-//! assert_eq!(d.retry_after, Some(Duration::from_secs(86_398)));
+//! assert_eq!(d.retry_after(), Some(Duration::from_secs(86_398)));
 //! # Ok(()) }
 //! ```
 //!
@@ -89,7 +89,7 @@
 //!
 //! // Without HTTP:
 //! let d = limiter.check_with("acme", 1, &pro).await?;
-//! assert_eq!(d.combined.limit, 100);
+//! assert_eq!(d.overall().limit(), 100);
 //! assert_eq!(d.each[0].quota.units, 100); // what RateLimit-Policy reports
 //! assert_eq!(limiter.check("acme", 1).await?.limit, 10);
 //! # Ok(()) }

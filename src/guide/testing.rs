@@ -136,12 +136,12 @@
 //!     .clock(clock.clone())
 //!     .build()?;
 //! for _ in 0..5 {
-//!     assert!(logins.check("198.51.100.4", 1).await?.allowed);
+//!     assert!(logins.check("198.51.100.4", 1).await?.allowed());
 //!     clock.advance(Duration::from_secs(60));
 //! }
 //! let d = logins.check("198.51.100.4", 1).await?;
 //! assert!(d.denied());
 //! // The oldest attempt (at 0) leaves the 15-minute window at 900 s; it is now 300 s.
-//! assert_eq!(d.retry_after, Some(Duration::from_secs(600)));
+//! assert_eq!(d.retry_after(), Some(Duration::from_secs(600)));
 //! # Ok(()) }
 //! ```

@@ -18,7 +18,7 @@ const MAX_INTEGER: u64 = 999_999_999_999_999;
 /// `"name";q=<quota>;w=<window>` for each non-degraded report, in order.
 pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     let mut buf = Vec::new();
-    for report in reports.iter().filter(|r| !r.decision.degraded) {
+    for report in reports.iter().filter(|r| !r.decision.is_degraded()) {
         if !buf.is_empty() {
             buf.extend_from_slice(b", ");
         }
@@ -36,7 +36,7 @@ pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
 /// `"name";r=<remaining>;t=<seconds>` for the most restrictive report.
 pub(crate) fn limit_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     let report = most_restrictive(reports)?;
-    let (r, t) = (report.decision.remaining, ceil_secs(report.wait()));
+    let (r, t) = (report.decision.remaining(), ceil_secs(report.wait()));
     let name = report.name;
     // On the stack when it fits (names are short), then copied once into
     // the value.
@@ -141,16 +141,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn decision(remaining: u64, reset: Duration) -> Decision {
-        Decision {
-            allowed: true,
-            limit: 100,
+        Decision::new(
+            Reason::WithinLimit,
+            100,
             remaining,
-            reset_after: reset,
-            retry_after: None,
-            delay: Duration::ZERO,
-            reason: Reason::WithinLimit,
-            degraded: false,
-        }
+            reset,
+            None,
+            Duration::ZERO,
+        )
     }
 
     fn quota(units: u64, window: Duration) -> Quota {
@@ -224,8 +222,7 @@ mod tests {
     fn nothing_to_report_writes_nothing() {
         assert!(policy_field(&[]).is_none());
         assert!(limit_field(&[]).is_none());
-        let mut d = decision(1, Duration::ZERO);
-        d.degraded = true;
+        let d = decision(1, Duration::ZERO).mark_degraded();
         let reports = [LimitReport::new("a", quota(1, Duration::from_secs(1)), &d)];
         assert!(policy_field(&reports).is_none());
         assert!(limit_field(&reports).is_none());
@@ -294,7 +291,7 @@ mod tests {
             prop_assert_eq!(ours.to_str().unwrap(), sfv_field(&expected).unwrap());
 
             let r = most_restrictive(&reports).unwrap();
-            let expected = [(r.name, ("r", r.decision.remaining), ("t", ceil_secs(r.wait())))];
+            let expected = [(r.name, ("r", r.decision.remaining()), ("t", ceil_secs(r.wait())))];
             let ours = limit_field(&reports).unwrap();
             prop_assert_eq!(ours.to_str().unwrap(), sfv_field(&expected).unwrap());
 
@@ -307,7 +304,7 @@ mod tests {
             let wire = crate::headers::report::sanitize_name(r.name);
             prop_assert_eq!(item.bare_item.as_string().map(sfv::StringRef::as_str), Some(&*wire));
             let remaining = item.params.get("r").and_then(sfv::BareItem::as_integer).map(i64::from);
-            prop_assert_eq!(remaining, Some(r.decision.remaining.min(MAX_INTEGER).cast_signed()));
+            prop_assert_eq!(remaining, Some(r.decision.remaining().min(MAX_INTEGER).cast_signed()));
         }
     }
 }

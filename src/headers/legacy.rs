@@ -23,10 +23,13 @@ pub(crate) fn write(
         ResetUnit::DeltaSeconds => ceil_secs(wait),
         ResetUnit::EpochSeconds => epoch_secs_after(now, wait),
     };
-    headers.insert(X_RATELIMIT_LIMIT, HeaderValue::from(report.decision.limit));
+    headers.insert(
+        X_RATELIMIT_LIMIT,
+        HeaderValue::from(report.decision.limit()),
+    );
     headers.insert(
         X_RATELIMIT_REMAINING,
-        HeaderValue::from(report.decision.remaining),
+        HeaderValue::from(report.decision.remaining()),
     );
     headers.insert(X_RATELIMIT_RESET, HeaderValue::from(reset));
 }

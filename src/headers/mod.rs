@@ -9,18 +9,9 @@
 //! use std::time::Duration;
 //! use floodgate::algorithm::Quota;
 //! use floodgate::headers::{write_headers, HeaderStyle, LimitReport};
-//! use floodgate::{Decision, Reason};
+//! use floodgate::Decision;
 //!
-//! let decision = Decision {
-//!     allowed: true,
-//!     limit: 100,
-//!     remaining: 42,
-//!     reset_after: Duration::from_millis(16_200),
-//!     retry_after: None,
-//!     delay: Duration::ZERO,
-//!     reason: Reason::WithinLimit,
-//!     degraded: false,
-//! };
+//! let decision = Decision::within_limit(100, 42, Duration::from_millis(16_200));
 //! let quota = Quota { units: 100, window: Duration::from_secs(60) };
 //! let reports = [LimitReport::new("api", quota, &decision)];
 //!
@@ -86,18 +77,9 @@ pub fn write_headers(style: HeaderStyle, reports: &[LimitReport<'_>], headers: &
 /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// use floodgate::algorithm::Quota;
 /// use floodgate::headers::{write_headers_at, HeaderStyle, LimitReport, ResetUnit};
-/// use floodgate::{Decision, Reason};
+/// use floodgate::Decision;
 ///
-/// let decision = Decision {
-///     allowed: false,
-///     limit: 100,
-///     remaining: 0,
-///     reset_after: Duration::from_secs(30),
-///     retry_after: Some(Duration::from_millis(500)),
-///     delay: Duration::ZERO,
-///     reason: Reason::OverLimit,
-///     degraded: false,
-/// };
+/// let decision = Decision::over_limit(100, 0, Duration::from_secs(30), Duration::from_millis(500));
 /// let quota = Quota { units: 100, window: Duration::from_secs(60) };
 /// let reports = [LimitReport::new("api", quota, &decision)];
 /// let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
@@ -146,7 +128,7 @@ pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
 
 fn write_ietf(reports: &[LimitReport<'_>], headers: &mut HeaderMap, policy: Option<&HeaderValue>) {
     let policy = match policy {
-        Some(v) if !reports.is_empty() && reports.iter().all(|r| !r.decision.degraded) => {
+        Some(v) if !reports.is_empty() && reports.iter().all(|r| !r.decision.is_degraded()) => {
             Some(v.clone())
         }
         _ => ietf::policy_field(reports),
@@ -182,15 +164,20 @@ mod tests {
     use crate::{Decision, Reason};
 
     fn decision(degraded: bool) -> Decision {
-        Decision {
-            allowed: true,
-            limit: 10,
-            remaining: 4,
-            reset_after: Duration::from_millis(2_500),
-            retry_after: None,
-            delay: Duration::ZERO,
-            reason: Reason::WithinLimit,
-            degraded,
+        {
+            let d = Decision::new(
+                Reason::WithinLimit,
+                10,
+                4,
+                Duration::from_millis(2_500),
+                None,
+                Duration::ZERO,
+            );
+            if degraded {
+                d.mark_degraded()
+            } else {
+                d
+            }
         }
     }
 

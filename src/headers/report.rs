@@ -46,7 +46,7 @@ impl<'a> LimitReport<'a> {
     /// retried when that is later: what `t` and `X-RateLimit-Reset` report.
     pub(crate) fn wait(&self) -> Duration {
         let d = self.decision;
-        d.reset_after.max(d.retry_after.unwrap_or_default())
+        d.reset_after().max(d.retry_after().unwrap_or_default())
     }
 }
 
@@ -67,28 +67,23 @@ pub(crate) fn sanitize_name(name: &str) -> Cow<'_, str> {
 }
 
 /// The report the single-limit fields (`RateLimit`, `X-RateLimit-*`)
-/// describe: among the non-degraded reports, a denial before an admission,
-/// then the fewest remaining, then the longest wait, then the first given.
-///
-/// Denials come first so a 429 never reports an admitting limit with a few
-/// requests left (possible when a costly request is denied with
-/// `remaining > 0`).
+/// describe: the most restrictive of the non-degraded reports, ranked as
+/// [`Limiter::check`](crate::Limiter::check) ranks the limits of a request
+/// (a denial before an admission; among denials the longest wait, among
+/// admissions the fewest remaining), the first given on a tie. So the
+/// header names the limit whose numbers `check` returns.
 pub(crate) fn most_restrictive<'r, 'a>(
     reports: &'r [LimitReport<'a>],
 ) -> Option<&'r LimitReport<'a>> {
-    reports
-        .iter()
-        .filter(|r| !r.decision.degraded)
-        .min_by(|a, b| restrictiveness(a, b))
-}
-
-fn restrictiveness(a: &LimitReport<'_>, b: &LimitReport<'_>) -> Ordering {
-    // `false < true`, so a denial sorts first.
-    a.decision
-        .allowed
-        .cmp(&b.decision.allowed)
-        .then(a.decision.remaining.cmp(&b.decision.remaining))
-        .then(b.wait().cmp(&a.wait()))
+    reports.iter().filter(|r| !r.decision.is_degraded()).fold(
+        None,
+        |worst: Option<&LimitReport<'_>>, r| match worst {
+            Some(w) if Decision::cmp_restrictive(r.decision, w.decision) != Ordering::Greater => {
+                Some(w)
+            }
+            _ => Some(r),
+        },
+    )
 }
 
 /// Whole seconds, rounded up.
@@ -103,20 +98,18 @@ mod tests {
     use crate::Reason;
 
     fn decision(allowed: bool, remaining: u64, reset_ms: u64, retry_ms: Option<u64>) -> Decision {
-        Decision {
-            allowed,
-            limit: 10,
-            remaining,
-            reset_after: Duration::from_millis(reset_ms),
-            retry_after: retry_ms.map(Duration::from_millis),
-            delay: Duration::ZERO,
-            reason: if allowed {
+        Decision::new(
+            if allowed {
                 Reason::WithinLimit
             } else {
                 Reason::OverLimit
             },
-            degraded: false,
-        }
+            10,
+            remaining,
+            Duration::from_millis(reset_ms),
+            retry_ms.map(Duration::from_millis),
+            Duration::ZERO,
+        )
     }
 
     const QUOTA: Quota = Quota {
@@ -154,8 +147,7 @@ mod tests {
 
     #[test]
     fn degraded_reports_are_never_chosen() {
-        let mut a = decision(false, 0, 500, Some(500));
-        a.degraded = true;
+        let a = decision(false, 0, 500, Some(500)).mark_degraded();
         let reports = [LimitReport::new("a", QUOTA, &a)];
         assert!(most_restrictive(&reports).is_none());
     }

@@ -10,12 +10,12 @@ use super::{KeyExtractor, KeyRejection};
 /// limiter (typically authentication) inserted.
 ///
 /// The key is `T`'s [`Display`](fmt::Display) form with
-/// [`new`](Extension::new), or what a function makes of it with
-/// [`with`](Extension::with). A missing extension, or an empty key, is a
+/// [`new`](ExtensionKey::new), or what a function makes of it with
+/// [`with`](ExtensionKey::with). A missing extension, or an empty key, is a
 /// rejection: the limiter must run after the layer that inserts `T`.
 ///
 /// ```
-/// use floodgate::key::{Extension, KeyExtractor};
+/// use floodgate::key::{ExtensionKey, KeyExtractor};
 ///
 /// #[derive(Clone)]
 /// struct User { id: u64, org: String }
@@ -23,7 +23,7 @@ use super::{KeyExtractor, KeyRejection};
 /// let mut req = http::Request::new(());
 /// req.extensions_mut().insert(User { id: 7, org: "acme".into() });
 ///
-/// let per_org = Extension::with(|u: &User| format!("org:{}", u.org));
+/// let per_org = ExtensionKey::with(|u: &User| format!("org:{}", u.org));
 /// assert_eq!(per_org.extract(&req).unwrap(), "org:acme");
 ///
 /// // A type with `Display` needs no function.
@@ -34,31 +34,31 @@ use super::{KeyExtractor, KeyRejection};
 ///         write!(f, "user:{}", self.0)
 ///     }
 /// }
-/// let per_user = Extension::<UserId>::new();
+/// let per_user = ExtensionKey::<UserId>::new();
 /// assert!(per_user.extract(&req).is_err());
 /// req.extensions_mut().insert(UserId(7));
 /// assert_eq!(per_user.extract(&req).unwrap(), "user:7");
 /// ```
-pub struct Extension<T, F = fn(&T) -> String> {
+pub struct ExtensionKey<T, F = fn(&T) -> String> {
     map: F,
     // `fn() -> T`: the extractor neither owns a `T` nor needs `T: Sync`.
     _type: PhantomData<fn() -> T>,
 }
 
-impl<T: fmt::Display> Extension<T> {
+impl<T: fmt::Display> ExtensionKey<T> {
     /// Keys on `T`'s `Display` form.
     pub fn new() -> Self {
         Self::with(|t: &T| t.to_string())
     }
 }
 
-impl<T: fmt::Display> Default for Extension<T> {
+impl<T: fmt::Display> Default for ExtensionKey<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T, F: Fn(&T) -> String> Extension<T, F> {
+impl<T, F: Fn(&T) -> String> ExtensionKey<T, F> {
     /// Keys on `map(&T)`.
     pub fn with(map: F) -> Self {
         Self {
@@ -68,7 +68,7 @@ impl<T, F: Fn(&T) -> String> Extension<T, F> {
     }
 }
 
-impl<T, F: Clone> Clone for Extension<T, F> {
+impl<T, F: Clone> Clone for ExtensionKey<T, F> {
     fn clone(&self) -> Self {
         Self {
             map: self.map.clone(),
@@ -77,13 +77,15 @@ impl<T, F: Clone> Clone for Extension<T, F> {
     }
 }
 
-impl<T, F> fmt::Debug for Extension<T, F> {
+impl<T, F> fmt::Debug for ExtensionKey<T, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Extension").field(&type_name::<T>()).finish()
+        f.debug_tuple("ExtensionKey")
+            .field(&type_name::<T>())
+            .finish()
     }
 }
 
-impl<T, F> KeyExtractor for Extension<T, F>
+impl<T, F> KeyExtractor for ExtensionKey<T, F>
 where
     T: Send + Sync + 'static,
     F: Fn(&T) -> String + Clone + Send + Sync + 'static,
@@ -114,7 +116,7 @@ mod tests {
     fn empty_key_is_rejected() {
         let mut req = http::Request::new(());
         req.extensions_mut().insert(String::new());
-        let err = Extension::<String>::new().extract(&req).unwrap_err();
+        let err = ExtensionKey::<String>::new().extract(&req).unwrap_err();
         assert!(err.reason().contains("empty key"), "{err}");
     }
 }

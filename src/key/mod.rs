@@ -9,7 +9,7 @@
 //!
 //! * **Authenticated traffic**: key on who the caller is: an API key with
 //!   [`Header`], or a user id an auth layer put in the request extensions with
-//!   [`Extension`]. This is the fairest key: it follows the caller across
+//!   [`ExtensionKey`]. This is the fairest key: it follows the caller across
 //!   addresses and does not punish users behind one NAT.
 //! * **Anonymous traffic, server reached directly**: [`PeerIp`], the TCP peer
 //!   address. It cannot be spoofed (beyond what TCP allows).
@@ -85,7 +85,7 @@ mod view;
 
 pub use chain::{BrokenChain, ProxyHeader};
 pub use client_ip::ClientIp;
-pub use extension::Extension;
+pub use extension::ExtensionKey;
 pub use fn_key::{from_fn, FnKey};
 pub use global::Global;
 pub use header::Header;

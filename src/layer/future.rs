@@ -3,7 +3,7 @@
 
 use super::body::ResponseBody;
 use super::gate::{Admitted, Gate, Next};
-use crate::limiter::{Decided, Pending};
+use crate::limiter::{Outcome, Pending};
 use bytes::Bytes;
 use http::{Request, Response};
 use pin_project_lite::pin_project;
@@ -34,7 +34,7 @@ pin_project! {
         /// `Delaying`): the state the memory store's requests go through,
         /// `Calling`, stays small to move.
         Deciding {
-            decision: Pending<Decided>,
+            decision: Pending<Outcome>,
             waiting: Option<Box<(S, Request<ReqBody>, Gate)>>,
         },
         /// Admitted by the leaky bucket, waiting for its place in the queue.
@@ -77,7 +77,7 @@ where
     pub(crate) fn start(
         inner: &mut S,
         req: Request<ReqBody>,
-        decision: Pending<Decided>,
+        decision: Pending<Outcome>,
         gate: Gate,
     ) -> Self {
         let state = match decision.now() {

@@ -2,12 +2,12 @@
 //! service (after the leaky bucket's delay), and what the admitted
 //! response carries.
 
-use super::answer::{Answer, RejectionKind};
-use super::settle::{RateLimited, Settle};
+use super::responder::{RejectionKind, Responder};
+use super::settle::{DeniedByLimit, Settle};
 use crate::algorithm::Quota;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
 use crate::headers::{write_with_policy, HeaderStyle, LimitReport, ResetUnit};
-use crate::limiter::{Decided, Plan};
+use crate::limiter::{Outcome, Plan};
 use crate::{Decision, Error, Reason};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response};
@@ -18,8 +18,8 @@ use std::time::{Duration, SystemTime};
 /// How the rate-limit layer answers, and what it knows of its limiter's
 /// own limits (so that a request under them allocates no names).
 #[derive(Clone)]
-pub(crate) struct RateAnswer {
-    pub(crate) answer: Answer,
+pub(crate) struct RateResponder {
+    pub(crate) responder: Responder,
     /// The limiter's own limits: name and quota, in order.
     pub(crate) own: Box<[(Arc<str>, Quota)]>,
     /// `RateLimit-Policy` for the limiter's own limits: it only changes
@@ -27,13 +27,13 @@ pub(crate) struct RateAnswer {
     pub(crate) policy_field: Option<HeaderValue>,
 }
 
-impl RateAnswer {
+impl RateResponder {
     /// `f` of the reports of each limit's decision: under the limiter's
     /// own limits, or under `plan`'s.
     fn with_reports<R>(
         &self,
         plan: Option<&Plan>,
-        decided: &Decided,
+        decided: &Outcome,
         f: impl FnOnce(&[LimitReport<'_>]) -> R,
     ) -> R {
         let each = decided.decisions();
@@ -60,8 +60,8 @@ impl RateAnswer {
 
 /// How the concurrency layer answers.
 #[derive(Clone)]
-pub(crate) struct LeaseAnswer {
-    pub(crate) answer: Answer,
+pub(crate) struct LeaseResponder {
+    pub(crate) responder: Responder,
     /// The `Retry-After` of a rejection: a slot frees when any request of
     /// the key ends, which the layer cannot foresee.
     pub(crate) retry_after: Duration,
@@ -72,13 +72,13 @@ pub(crate) enum Gate {
     /// The rate-limit layer's: `plan` is a quota resolved for this request
     /// (`None`: the limiter's own limits).
     Rate {
-        layer: Arc<RateAnswer>,
+        layer: Arc<RateResponder>,
         plan: Option<Arc<Plan>>,
         settle: Option<Settle>,
     },
     /// The concurrency layer's: the lease `id` of `key` being acquired.
     Lease {
-        layer: Arc<LeaseAnswer>,
+        layer: Arc<LeaseResponder>,
         limiter: ConcurrencyLimiter,
         key: String,
         id: String,
@@ -105,9 +105,9 @@ pub(crate) struct Admitted {
 
 /// The rate-limit fields of an admitted response.
 struct Fields {
-    layer: Arc<RateAnswer>,
+    layer: Arc<RateResponder>,
     plan: Option<Arc<Plan>>,
-    decided: Decided,
+    decided: Outcome,
     /// When it was decided, for epoch resets only (a clock read saved
     /// otherwise).
     at: Option<SystemTime>,
@@ -116,17 +116,17 @@ struct Fields {
 impl Gate {
     /// What `result` leads to; `headers` are the request's (the request
     /// itself stays where it is: it is large to move).
-    pub(crate) fn next(self, result: Result<Decided, Error>, headers: &HeaderMap) -> Next {
+    pub(crate) fn next(self, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
         match self {
             Gate::Rate {
                 layer,
                 plan,
                 settle,
             } => {
-                let (decided, d) = match verdict(&layer.answer, result, headers, |d| {
+                let (decided, d) = match verdict(&layer.responder, result, headers, |d| {
                     layer.with_reports(plan.as_deref(), d, |reports| {
                         layer
-                            .answer
+                            .responder
                             .reject(RejectionKind::Limited { reports }, headers)
                     })
                 }) {
@@ -134,7 +134,7 @@ impl Gate {
                     Verdict::Refuse(response) => return Next::Reject(response),
                 };
                 let epoch = matches!(
-                    layer.answer.style,
+                    layer.responder.style,
                     HeaderStyle::Legacy {
                         reset: ResetUnit::EpochSeconds
                     }
@@ -147,11 +147,11 @@ impl Gate {
                         decided,
                     }),
                     // Shadow mode charged nothing to give back for a denial.
-                    settle: settle.filter(|_| d.allowed),
+                    settle: settle.filter(|_| d.allowed()),
                     lease: None,
                 };
-                if d.allowed && !d.delay.is_zero() {
-                    Next::Delay(d.delay, admitted)
+                if d.allowed() && !d.delay().is_zero() {
+                    Next::Delay(d.delay(), admitted)
                 } else {
                     Next::Call(admitted)
                 }
@@ -162,16 +162,14 @@ impl Gate {
                 key,
                 id,
             } => {
-                let decided = match verdict(&layer.answer, result, headers, |d| {
-                    let full = Decision {
-                        reset_after: layer.retry_after,
-                        retry_after: Some(layer.retry_after),
-                        ..d.combined()
-                    };
+                let decided = match verdict(&layer.responder, result, headers, |d| {
+                    let d = d.overall();
+                    let wait = layer.retry_after;
+                    let full = Decision::over_limit(d.limit(), d.remaining(), wait, wait);
                     let quota = limiter.quota();
                     let reports = [LimitReport::new(limiter.name(), quota, &full)];
                     layer
-                        .answer
+                        .responder
                         .reject(RejectionKind::Limited { reports: &reports }, headers)
                 }) {
                     Verdict::Serve(decided, _) => decided,
@@ -191,7 +189,7 @@ impl Gate {
 /// Whether the layer serves a request (with what its limits add up to), or
 /// answers it itself.
 enum Verdict {
-    Serve(Decided, Decision),
+    Serve(Outcome, Decision),
     Refuse(Response<Bytes>),
 }
 
@@ -200,33 +198,33 @@ enum Verdict {
 /// policy denies, `limited` (429) when a limit denies, unless in shadow
 /// mode.
 fn verdict(
-    answer: &Answer,
-    result: Result<Decided, Error>,
+    responder: &Responder,
+    result: Result<Outcome, Error>,
     headers: &HeaderMap,
-    limited: impl FnOnce(&Decided) -> Response<Bytes>,
+    limited: impl FnOnce(&Outcome) -> Response<Bytes>,
 ) -> Verdict {
     let decided = match result {
         Ok(d) => d,
         Err(e) => {
-            tracing::warn!(error = %e, limiter = %answer.name, "rate-limit decision failed; answering 503");
+            tracing::warn!(error = %e, limiter = %responder.name, "rate-limit decision failed; answering 503");
             let kind = RejectionKind::Unavailable { retry_after: None };
-            return Verdict::Refuse(answer.reject(kind, headers));
+            return Verdict::Refuse(responder.reject(kind, headers));
         }
     };
-    let d = decided.combined();
-    if d.allowed {
+    let d = decided.overall();
+    if d.allowed() {
         return Verdict::Serve(decided, d);
     }
-    if answer.shadow {
-        tracing::info!(limiter = %answer.name, reason = %d.reason, "shadow mode: request over the limit served anyway");
+    if responder.shadow {
+        tracing::info!(limiter = %responder.name, reason = %d.reason(), "shadow mode: request over the limit served anyway");
         return Verdict::Serve(decided, d);
     }
-    Verdict::Refuse(match d.reason {
+    Verdict::Refuse(match d.reason() {
         Reason::FailClosed | Reason::FailOpen => {
             let kind = RejectionKind::Unavailable {
-                retry_after: d.retry_after,
+                retry_after: d.retry_after(),
             };
-            answer.reject(kind, headers)
+            responder.reject(kind, headers)
         }
         _ => limited(&decided),
     })
@@ -242,11 +240,17 @@ impl Admitted {
             let policy = layer.policy_field.as_ref().filter(|_| own);
             let at = f.at.unwrap_or(SystemTime::UNIX_EPOCH);
             layer.with_reports(f.plan.as_deref(), &f.decided, |reports| {
-                write_with_policy(layer.answer.style, reports, at, &mut parts.headers, policy);
+                write_with_policy(
+                    layer.responder.style,
+                    reports,
+                    at,
+                    &mut parts.headers,
+                    policy,
+                );
             });
         }
         if let Some(settle) = self.settle {
-            let denied_inside = parts.extensions.get::<RateLimited>().is_some();
+            let denied_inside = parts.extensions.get::<DeniedByLimit>().is_some();
             settle.run(parts.status, denied_inside);
         }
         self.lease

@@ -26,21 +26,20 @@
 //! once (the memory store, or the deny cache) is served without a future of
 //! its own, as a synchronous middleware would.
 
-mod answer;
 mod body;
 mod concurrency;
 mod cost;
 mod future;
 mod gate;
 mod rate_limit;
+mod responder;
 mod service;
 mod settle;
 
-pub use answer::{Rejection, RejectionKind};
 pub use body::ResponseBody;
 pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};
 pub use cost::Cost;
 pub use future::ResponseFuture;
 pub use rate_limit::{RateLimit, RateLimitLayer};
-pub use service::Limit;
-pub use settle::RateLimited;
+pub use responder::{Rejection, RejectionKind};
+pub use settle::DeniedByLimit;

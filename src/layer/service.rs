@@ -1,102 +1,59 @@
-//! The middleware both layers wrap a service in.
+//! What both layers' services share: how a request is gated.
 
-use super::answer::{Answer, RejectionKind};
 use super::body::ResponseBody;
 use super::future::ResponseFuture;
 use super::gate::Gate;
+use super::responder::{RejectionKind, Responder};
 use crate::key::KeyRejection;
-use crate::limiter::{Decided, Pending};
+use crate::limiter::{Outcome, Pending};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use tower_service::Service;
-
-/// The middleware a layer wraps a service in, over the layer's
-/// configuration `C`: [`RateLimit`](super::RateLimit) for a
-/// [`RateLimitLayer`](super::RateLimitLayer),
-/// [`ConcurrencyLimit`](super::ConcurrencyLimit) for a
-/// [`ConcurrencyLimitLayer`](super::ConcurrencyLimitLayer). Both answer
-/// through the same future and body.
-pub struct Limit<S, C> {
-    inner: S,
-    config: Arc<C>,
-}
 
 pub(crate) use sealed::Gatekeeper;
 
 mod sealed {
-    use super::{Answer, Arc, Decided, Gate, KeyRejection, Pending, Request};
+    use super::{Arc, Gate, KeyRejection, Outcome, Pending, Request, Responder};
 
     /// What a layer's configuration does with each request. Sealed: its
-    /// items are reached only through `Limit`'s `Service` impl.
+    /// items are reached only through the services' `call`.
     #[allow(private_interfaces)]
     pub trait Gatekeeper: Send + Sync + 'static {
         /// The request's key, or why there is none.
         fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection>;
         /// How the layer answers.
-        fn answer(&self) -> &Answer;
+        fn responder(&self) -> &Responder;
         /// Start the decision of `req`, whose key is `key`: the decision
         /// and what follows it.
-        fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Decided>, Gate);
+        fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Outcome>, Gate);
     }
 }
 
-impl<S, C> Limit<S, C> {
-    pub(crate) fn new(inner: S, config: Arc<C>) -> Self {
-        Self { inner, config }
-    }
-
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-}
-
-impl<S: Clone, C> Clone for Limit<S, C> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            config: self.config.clone(),
-        }
-    }
-}
-
-impl<S, C, ReqBody, ResBody> Service<Request<ReqBody>> for Limit<S, C>
+/// The `call` of [`RateLimit`](super::RateLimit) and
+/// [`ConcurrencyLimit`](super::ConcurrencyLimit): take the key, start the
+/// decision, and let the response future carry on.
+pub(crate) fn call<S, C, ReqBody, ResBody>(
+    inner: &mut S,
+    config: &Arc<C>,
+    req: Request<ReqBody>,
+) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
     C: Gatekeeper,
     ResBody: Body<Data = Bytes>,
 {
-    type Response = Response<ResponseBody<ResBody>>;
-    type Error = S::Error;
-    type Future = ResponseFuture<S, ReqBody>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        let config = &self.config;
-        let key = match config.key(&req) {
-            Ok(key) => key,
-            Err(rejection) => {
-                let kind = RejectionKind::NoKey(&rejection);
-                return ResponseFuture::done(config.answer().reject(kind, req.headers()));
-            }
-        };
-        let (decision, gate) = C::start(config, &req, key);
-        ResponseFuture::start(&mut self.inner, req, decision, gate)
-    }
+    let key = match config.key(&req) {
+        Ok(key) => key,
+        Err(rejection) => {
+            let kind = RejectionKind::NoKey(&rejection);
+            return ResponseFuture::done(config.responder().reject(kind, req.headers()));
+        }
+    };
+    let (decision, gate) = C::start(config, &req, key);
+    ResponseFuture::start(inner, req, decision, gate)
 }
 
-impl<S: fmt::Debug, C: fmt::Debug> fmt::Debug for Limit<S, C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Limit")
-            .field("inner", &self.inner)
-            .field("config", &self.config)
-            .finish()
-    }
-}
+/// The response type of both services.
+pub(crate) type Answered<ResBody> = Response<ResponseBody<ResBody>>;

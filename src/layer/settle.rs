@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// so stacking limits (per API key inside a global one, per user inside
 /// per IP) charges nothing where a later limit denied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimited;
+pub struct DeniedByLimit;
 
 pub(crate) type StatusFn = Arc<dyn Fn(StatusCode) -> bool + Send + Sync>;
 

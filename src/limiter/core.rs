@@ -9,8 +9,8 @@
 //! ready before `run` returns: no future, no timeout, no breaker (it cannot
 //! fail). Any other store answers with a future, which the guard bounds.
 
-use super::decided::{Decided, Total};
 use super::deny_cache::DenyCache;
+use super::outcome::{Outcome, Overall};
 use crate::algorithm::{Quota, Reply, Spec};
 use crate::clock::Clock;
 use crate::failure::{Call, Guard};
@@ -102,8 +102,8 @@ impl Core {
     /// rest (the deny cache, a debug span, a decision under way) is out of
     /// line: the whole decision takes ~100 ns.
     #[inline(always)]
-    pub(crate) fn run(self: &Arc<Self>, ask: Ask<'_>) -> Pending<Decided> {
-        self.run_into(ask, Each)
+    pub(crate) fn run(self: &Arc<Self>, ask: Ask<'_>) -> Pending<Outcome> {
+        self.run_into(ask, AsOutcome)
     }
 
     /// [`run`](Self::run), with the decisions turned into what the caller
@@ -144,7 +144,7 @@ impl Core {
             match ask.mode {
                 Mode::Check => {
                     if let Some(hit) = cache.get(ask.key, cost, asked) {
-                        self.metrics.cache_hit(&hit.combined());
+                        self.metrics.cache_hit(&hit.overall());
                         return Pending::ready(Ok(finish.finish(hit)));
                     }
                 }
@@ -186,7 +186,7 @@ impl Core {
                 std::slice::from_ref(reply),
                 finish,
             ),
-            Answer::Each(ref replies) => {
+            Answer::PerTarget(ref replies) => {
                 self.ready(ask.mode, ask.key, cost, asked, replies, finish)
             }
             Answer::Later(store) => self.later((store, None), ask, (cost, asked), finish),
@@ -216,7 +216,7 @@ impl Core {
                 let replies = std::slice::from_ref(reply);
                 self.ready(ask.mode, ask.key, batch.cost, asked, replies, finish)
             }),
-            Answer::Each(ref replies) => {
+            Answer::PerTarget(ref replies) => {
                 span.in_scope(|| self.ready(ask.mode, ask.key, batch.cost, asked, replies, finish))
             }
             Answer::Later(store) => {
@@ -236,10 +236,10 @@ impl Core {
         replies: &[Reply],
         finish: F,
     ) -> Pending<F::Output> {
-        let Some(decided) = Decided::replied(replies) else {
-            return Pending::ready(Err(super::decided::none()));
+        let Some(decided) = Outcome::replied(replies) else {
+            return Pending::ready(Err(super::outcome::none()));
         };
-        self.settled(mode, key, cost, asked, &decided);
+        self.record(mode, key, cost, asked, &decided);
         Pending::ready(Ok(finish.finish(decided)))
     }
 
@@ -269,8 +269,8 @@ impl Core {
             let each = core.guard.call(store, &call).await;
             core.metrics
                 .timed(crate::clock::ticks().saturating_duration_since(started));
-            let decided = Decided::of(each?)?;
-            core.settled(mode, &key, cost, asked, &decided);
+            let decided = Outcome::of(each?)?;
+            core.record(mode, &key, cost, asked, &decided);
             Ok(finish.finish(decided))
         };
         Pending::later(boxed(decision, span))
@@ -280,7 +280,7 @@ impl Core {
     /// when it was asked, for a call of the limiter's own limits when it
     /// has a cache).
     #[inline(always)]
-    fn settled(&self, mode: Mode, key: &str, cost: u64, asked: Option<u64>, d: &Decided) {
+    fn record(&self, mode: Mode, key: &str, cost: u64, asked: Option<u64>, d: &Outcome) {
         if mode != Mode::Check {
             return;
         }
@@ -303,12 +303,12 @@ impl Core {
 /// asked at `asked`: a denial to remember, or an admission that makes what
 /// it remembers of the key stale.
 #[inline(never)]
-fn remember(cache: &DenyCache, key: &str, cost: u64, asked: u64, d: &Decided) {
-    let combined = d.combined();
-    if combined.allowed {
+fn remember(cache: &DenyCache, key: &str, cost: u64, asked: u64, d: &Outcome) {
+    let overall = d.overall();
+    if overall.allowed() {
         cache.forget(key);
     } else {
-        cache.put(key, cost, asked, d, &combined);
+        cache.put(key, cost, asked, d, &overall);
     }
 }
 
@@ -318,28 +318,28 @@ pub(crate) trait Finish: Send + 'static {
     /// What the caller gets.
     type Output: Send + 'static;
     /// Make it.
-    fn finish(self, decided: Decided) -> Self::Output;
+    fn finish(self, decided: Outcome) -> Self::Output;
 }
 
 /// The decisions themselves.
-pub(crate) struct Each;
+pub(crate) struct AsOutcome;
 
-impl Finish for Each {
-    type Output = Decided;
+impl Finish for AsOutcome {
+    type Output = Outcome;
     #[inline(always)]
-    fn finish(self, decided: Decided) -> Decided {
-        decided
+    fn finish(self, outcome: Outcome) -> Outcome {
+        outcome
     }
 }
 
 /// What the decisions add up to.
-pub(crate) struct Combined;
+pub(crate) struct AsOverall;
 
-impl Finish for Combined {
-    type Output = Total;
+impl Finish for AsOverall {
+    type Output = Overall;
     #[inline(always)]
-    fn finish(self, decided: Decided) -> Total {
-        decided.into_total()
+    fn finish(self, outcome: Outcome) -> Overall {
+        outcome.into_overall()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Answers denials locally: once a key is denied until some time, the same
 //! request is denied again without asking the store.
 
-use super::decided::Decided;
+use super::outcome::Outcome;
 use crate::store::key::bounded;
 use crate::Decision;
 use hashbrown::{Equivalent, HashMap};
@@ -47,7 +47,7 @@ struct Denied {
     /// Until when the same request is certainly denied.
     until: u64,
     cost: u64,
-    decided: Decided,
+    decided: Outcome,
 }
 
 impl DenyCache {
@@ -66,7 +66,7 @@ impl DenyCache {
 
     /// The cached denial of `key` for a request of `cost` at `now`, with its
     /// waits shortened by the time since.
-    pub(crate) fn get(&self, key: &str, cost: u64, now: u64) -> Option<Decided> {
+    pub(crate) fn get(&self, key: &str, cost: u64, now: u64) -> Option<Outcome> {
         let map = self.lock();
         let key = bounded(key);
         let d = map.get(&entry_ref(&key))?;
@@ -76,17 +76,13 @@ impl DenyCache {
             return None;
         }
         let since = Duration::from_millis(now.saturating_sub(d.asked));
-        Some(d.decided.map_each(|mut p| {
-            p.retry_after = p.retry_after.map(|r| r.saturating_sub(since));
-            p.reset_after = p.reset_after.saturating_sub(since);
-            p
-        }))
+        Some(d.decided.map_each(|p| p.aged(since)))
     }
 
     /// Remember a denial asked at `asked` (`d`: what `decided` adds up
     /// to), if waiting helps at all.
-    pub(crate) fn put(&self, key: &str, cost: u64, asked: u64, decided: &Decided, d: &Decision) {
-        let Some(retry) = d.retry_after.filter(|_| !d.allowed && !d.degraded) else {
+    pub(crate) fn put(&self, key: &str, cost: u64, asked: u64, decided: &Outcome, d: &Decision) {
+        let Some(retry) = d.retry_after().filter(|_| !d.allowed() && !d.is_degraded()) else {
             return;
         };
         let mut map = self.lock();

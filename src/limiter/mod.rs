@@ -3,18 +3,18 @@
 
 mod builder;
 mod core;
-mod decided;
 mod deny_cache;
+mod outcome;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::{settings_methods, Settings};
-pub(crate) use self::core::{Ask, Combined, Core, Plan};
-pub(crate) use self::decided::Decided;
+pub(crate) use self::core::{AsOverall, Ask, Core, Plan};
+pub(crate) use self::outcome::Outcome;
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
-use crate::failure::FallbackLimiter;
-use crate::failure::{CircuitState, FailurePolicy, Fallback, FallbackKind};
+use crate::failure::FallbackDecider;
+use crate::failure::{CircuitState, FailurePolicy, FallbackKind, FallbackLimiter};
 use crate::store::{Mode, Store};
 use crate::{Decision, Decisions, Error, LimitDecision};
 use std::fmt;
@@ -39,13 +39,13 @@ use std::sync::Arc;
 ///     .clock(clock.clone())
 ///     .build()?;
 /// let d = limiter.check("ana", 4).await?;
-/// assert!(d.allowed);
-/// assert_eq!(d.remaining, 6);
+/// assert!(d.allowed());
+/// assert_eq!(d.remaining(), 6);
 /// // peek: what check(key, 1) would say, consuming nothing.
-/// assert_eq!(limiter.peek("ana").await?.remaining, 5);
-/// assert_eq!(limiter.peek("ana").await?.remaining, 5);
+/// assert_eq!(limiter.peek("ana").await?.remaining(), 5);
+/// assert_eq!(limiter.peek("ana").await?.remaining(), 5);
 /// // A cost of 0 reports the state as it is.
-/// assert_eq!(limiter.check("ana", 0).await?.remaining, 6);
+/// assert_eq!(limiter.check("ana", 0).await?.remaining(), 6);
 /// assert!(limiter.check("ana", 7).await?.denied());
 /// # Ok(()) }
 /// ```
@@ -106,7 +106,7 @@ impl<A: Algorithm> Limiter<A> {
     /// failure policy is [`ReturnError`](crate::failure::FailurePolicy::ReturnError)
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
-    // Not an `async fn`: its future is `combined`'s, not one around it (a
+    // Not an `async fn`: its future is `overall`'s, not one around it (a
     // memory-store decision takes ~80 ns, and a layer of futures adds a
     // copy of the result that shows).
     pub fn check<'a>(
@@ -114,7 +114,7 @@ impl<A: Algorithm> Limiter<A> {
         key: &'a str,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, Error>> + Send + 'a {
-        self.combined(None, key, cost, Mode::Check)
+        self.overall(None, key, cost, Mode::Check)
     }
 
     /// Like [`check`](Self::check), with each limit's decision too (what
@@ -157,7 +157,7 @@ impl<A: Algorithm> Limiter<A> {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
-        self.combined(None, key, 1, Mode::Peek).await
+        self.overall(None, key, 1, Mode::Peek).await
     }
 
     /// Give back `cost` that an earlier `check` charged to `key` (a request
@@ -171,7 +171,7 @@ impl<A: Algorithm> Limiter<A> {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn refund(&self, key: &str, cost: u64) -> Result<Decision, Error> {
-        self.combined(None, key, cost, Mode::Refund).await
+        self.overall(None, key, cost, Mode::Refund).await
     }
 
     /// Like [`refund`](Self::refund), for a charge made with
@@ -184,7 +184,7 @@ impl<A: Algorithm> Limiter<A> {
     /// answered by the failure policy.
     pub async fn refund_with(&self, key: &str, cost: u64, limits: &A) -> Result<Decision, Error> {
         let plan = self.plan(limits);
-        self.combined(Some(&plan), key, cost, Mode::Refund).await
+        self.overall(Some(&plan), key, cost, Mode::Refund).await
     }
 
     /// The plan of `algorithm`'s limits under this limiter's names.
@@ -195,7 +195,7 @@ impl<A: Algorithm> Limiter<A> {
     /// What the limits of `plan` (the limiter's own when `None`) add up
     /// to: what `check`, `peek` and `refund` return.
     #[inline(always)]
-    async fn combined(
+    async fn overall(
         &self,
         plan: Option<&Plan>,
         key: &str,
@@ -205,8 +205,8 @@ impl<A: Algorithm> Limiter<A> {
         let pending = self
             .inner
             .core
-            .run_into(self.ask(plan, key, cost, mode), Combined);
-        // Read where it lies, into the place it is returned to: see `Decided`.
+            .run_into(self.ask(plan, key, cost, mode), AsOverall);
+        // Read where it lies, into the place it is returned to: see `Outcome`.
         if let Some(total) = pending.ready_ref() {
             return Ok(total.decision());
         }
@@ -238,7 +238,7 @@ impl<A: Algorithm> Limiter<A> {
         key: &str,
         cost: u64,
         mode: Mode,
-    ) -> Pending<Decided> {
+    ) -> Pending<Outcome> {
         self.inner.core.run(self.ask(plan, key, cost, mode))
     }
 
@@ -280,18 +280,13 @@ impl<A: Algorithm> Limiter<A> {
 }
 
 /// Each limit's decision, with its name and quota.
-pub(crate) fn decisions(plan: &Plan, decided: &Decided) -> Decisions {
-    let combined = decided.combined();
+pub(crate) fn decisions(plan: &Plan, decided: &Outcome) -> Decisions {
     let each = plan
         .limits()
         .zip(decided.each())
-        .map(|((name, quota), decision)| LimitDecision {
-            name: name.clone(),
-            quota,
-            decision,
-        })
+        .map(|((name, quota), decision)| LimitDecision::new(name.clone(), quota, decision))
         .collect();
-    Decisions { combined, each }
+    Decisions::new(decided.overall(), each)
 }
 
 impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
@@ -303,18 +298,18 @@ impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
     }
 }
 
-impl<B: Algorithm> FallbackLimiter for Limiter<B> {
+impl<B: Algorithm> FallbackDecider for Limiter<B> {
     fn kind(&self) -> FallbackKind {
         FallbackKind::Rate
     }
 
     fn decide(&self, key: &str, cost: u64, mode: Mode, _lease: &str) -> Pending<Decision> {
-        self.start(None, key, cost, mode).map(|d| d.combined())
+        self.start(None, key, cost, mode).map(|d| d.overall())
     }
 }
 
-impl<B: Algorithm> From<Limiter<B>> for Fallback {
+impl<B: Algorithm> From<Limiter<B>> for FallbackLimiter {
     fn from(limiter: Limiter<B>) -> Self {
-        Fallback::new(Arc::new(limiter))
+        FallbackLimiter::new(Arc::new(limiter))
     }
 }

@@ -33,7 +33,7 @@ impl<'r, 'a> Denial<'r, 'a> {
         } else {
             denied
                 .iter()
-                .map(|r| r.decision.retry_after)
+                .map(|r| r.decision.retry_after())
                 .try_fold(Duration::ZERO, |latest, d| d.map(|d| latest.max(d)))
                 .map_or(Retry::Never, Retry::After)
         };
@@ -64,7 +64,7 @@ impl<'r, 'a> Denial<'r, 'a> {
                     .denied
                     .iter()
                     .copied()
-                    .filter(|r| r.decision.retry_after.is_none());
+                    .filter(|r| r.decision.retry_after().is_none());
                 let mut s = String::from("The request's cost exceeds the limit of ");
                 push_names(&mut s, never);
                 s.push_str("; it will never be admitted.");
@@ -87,7 +87,12 @@ fn push_names<'r, 'a: 'r>(
     s.push_str(noun);
     for (i, r) in reports.enumerate() {
         let sep = if i == 0 { " " } else { ", " };
-        let _ = write!(s, "{sep}\"{}\" (limit {})", r.wire_name(), r.decision.limit);
+        let _ = write!(
+            s,
+            "{sep}\"{}\" (limit {})",
+            r.wire_name(),
+            r.decision.limit()
+        );
     }
 }
 
@@ -110,26 +115,21 @@ mod tests {
     };
 
     fn denied(retry_ms: Option<u64>) -> Decision {
-        Decision {
-            allowed: false,
-            limit: 10,
-            remaining: 0,
-            reset_after: Duration::from_secs(1),
-            retry_after: retry_ms.map(Duration::from_millis),
-            delay: Duration::ZERO,
-            reason: Reason::OverLimit,
-            degraded: false,
-        }
+        Decision::new(
+            Reason::OverLimit,
+            10,
+            0,
+            Duration::from_secs(1),
+            retry_ms.map(Duration::from_millis),
+            Duration::ZERO,
+        )
     }
 
     #[test]
     fn retry_is_the_latest_denial() {
         let a = denied(Some(200));
         let b = denied(Some(1_200));
-        let ok = Decision {
-            allowed: true,
-            ..denied(None)
-        };
+        let ok = Decision::within_limit(10, 0, Duration::ZERO);
         let reports = [
             LimitReport::new("a", QUOTA, &a),
             LimitReport::new("ok", QUOTA, &ok),

@@ -68,18 +68,9 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
 /// use floodgate::algorithm::Quota;
 /// use floodgate::headers::{HeaderStyle, LimitReport};
 /// use floodgate::response::grpc_resource_exhausted;
-/// use floodgate::{Decision, Reason};
+/// use floodgate::Decision;
 ///
-/// let decision = Decision {
-///     allowed: false,
-///     limit: 10,
-///     remaining: 0,
-///     reset_after: Duration::from_secs(1),
-///     retry_after: Some(Duration::from_millis(250)),
-///     delay: Duration::ZERO,
-///     reason: Reason::OverLimit,
-///     degraded: false,
-/// };
+/// let decision = Decision::over_limit(10, 0, Duration::from_secs(1), Duration::from_millis(250));
 /// let quota = Quota { units: 10, window: Duration::from_secs(1) };
 /// let reports = [LimitReport::new("default", quota, &decision)];
 ///

@@ -38,18 +38,9 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 /// use floodgate::algorithm::Quota;
 /// use floodgate::headers::{HeaderStyle, LimitReport};
 /// use floodgate::response::too_many_requests;
-/// use floodgate::{Decision, Reason};
+/// use floodgate::Decision;
 ///
-/// let decision = Decision {
-///     allowed: false,
-///     limit: 100,
-///     remaining: 0,
-///     reset_after: Duration::from_secs(60),
-///     retry_after: Some(Duration::from_millis(4_200)),
-///     delay: Duration::ZERO,
-///     reason: Reason::OverLimit,
-///     degraded: false,
-/// };
+/// let decision = Decision::over_limit(100, 0, Duration::from_secs(60), Duration::from_millis(4_200));
 /// let quota = Quota { units: 100, window: Duration::from_secs(60) };
 /// let reports = [LimitReport::new("default", quota, &decision)];
 ///
@@ -171,19 +162,24 @@ mod tests {
     };
 
     fn denied(retry: Option<Duration>, degraded: bool) -> Decision {
-        Decision {
-            allowed: false,
-            limit: 10,
-            remaining: 0,
-            reset_after: Duration::from_secs(1),
-            retry_after: retry,
-            delay: Duration::ZERO,
-            reason: if retry.is_some() {
-                Reason::OverLimit
+        {
+            let d = Decision::new(
+                if retry.is_some() {
+                    Reason::OverLimit
+                } else {
+                    Reason::CostTooHigh
+                },
+                10,
+                0,
+                Duration::from_secs(1),
+                retry,
+                Duration::ZERO,
+            );
+            if degraded {
+                d.mark_degraded()
             } else {
-                Reason::CostTooHigh
-            },
-            degraded,
+                d
+            }
         }
     }
 

@@ -148,11 +148,11 @@ pub(crate) type StoreFuture = Pin<Box<dyn Future<Output = Result<Replies, StoreE
 /// the ones it was written in, and the CPU waits for each; a memory-store
 /// decision takes ~100 ns, and that wait showed.)
 pub(crate) enum Answer {
-    /// Decided at once, a batch of one target (a store that never waits,
+    /// Outcome at once, a batch of one target (a store that never waits,
     /// and cannot fail).
     One(Reply),
-    /// Decided at once, one reply per target.
-    Each(Vec<Reply>),
+    /// Outcome at once, one reply per target.
+    PerTarget(Vec<Reply>),
     /// Under way: the store waits for I/O.
     Later(StoreFuture),
 }

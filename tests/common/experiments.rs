@@ -34,7 +34,7 @@ async fn admitted<A: Algorithm>(store: Store, alg: A, times: &[u64]) -> Vec<bool
     let mut out = Vec::with_capacity(times.len());
     for &t in times {
         clock.set(t);
-        out.push(limiter.check("ana", 1).await.unwrap().allowed);
+        out.push(limiter.check("ana", 1).await.unwrap().allowed());
     }
     out
 }

@@ -247,8 +247,8 @@ pub async fn same_decisions<A: Algorithm>(
                     remote.check_all(&key, op.cost).await.unwrap(),
                     in_memory.check_all(&key, op.cost).await.unwrap(),
                 );
-                prop_assert_eq!(&r.each, &m.each, "op {} of {:?}", i, ops);
-                (r.combined, m.combined)
+                prop_assert_eq!(r.each(), m.each(), "op {} of {:?}", i, ops);
+                (*r.overall(), *m.overall())
             }
         };
         prop_assert_eq!(r, m, "op {} of {:?}", i, ops);

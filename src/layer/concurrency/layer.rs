@@ -1,8 +1,8 @@
 use super::service::ConcurrencyLimit;
 use crate::concurrency::ConcurrencyLimiter;
 use crate::key::KeyExtractor;
-use crate::layer::answer::{Answer, Rejection};
-use crate::layer::gate::LeaseAnswer;
+use crate::layer::gate::LeaseResponder;
+use crate::layer::responder::{Rejection, Responder};
 use bytes::Bytes;
 use http::Response;
 use std::sync::Arc;
@@ -28,22 +28,22 @@ use tower_layer::Layer;
 /// ```
 #[must_use = "a layer or extractor does nothing until it is used"]
 pub struct ConcurrencyLimitLayer<K> {
-    pub(crate) config: Arc<Config<K>>,
+    pub(crate) config: Arc<ConcurrencyLimitConfig<K>>,
 }
 
 /// The configuration a [`ConcurrencyLimitLayer`] shares with its services.
-pub struct Config<K> {
+pub(crate) struct ConcurrencyLimitConfig<K> {
     pub(crate) limiter: ConcurrencyLimiter,
     pub(crate) extractor: K,
-    pub(crate) answer: Arc<LeaseAnswer>,
+    pub(crate) responder: Arc<LeaseResponder>,
 }
 
-impl<K: Clone> Clone for Config<K> {
+impl<K: Clone> Clone for ConcurrencyLimitConfig<K> {
     fn clone(&self) -> Self {
         Self {
             limiter: self.limiter.clone(),
             extractor: self.extractor.clone(),
-            answer: self.answer.clone(),
+            responder: self.responder.clone(),
         }
     }
 }
@@ -59,22 +59,22 @@ impl<K> Clone for ConcurrencyLimitLayer<K> {
 impl<K: KeyExtractor> ConcurrencyLimitLayer<K> {
     /// Limit requests in flight per key that `extractor` takes from them.
     pub fn new(limiter: ConcurrencyLimiter, extractor: K) -> Self {
-        let answer = Arc::new(LeaseAnswer {
-            answer: Answer::new(limiter.name()),
+        let responder = Arc::new(LeaseResponder {
+            responder: Responder::new(limiter.name()),
             retry_after: Duration::from_secs(1),
         });
         Self {
-            config: Arc::new(Config {
+            config: Arc::new(ConcurrencyLimitConfig {
                 limiter,
                 extractor,
-                answer,
+                responder,
             }),
         }
     }
 
-    fn map(self, f: impl FnOnce(&mut LeaseAnswer)) -> Self {
+    fn map(self, f: impl FnOnce(&mut LeaseResponder)) -> Self {
         let mut config = Arc::unwrap_or_clone(self.config);
-        f(Arc::make_mut(&mut config.answer));
+        f(Arc::make_mut(&mut config.responder));
         Self {
             config: Arc::new(config),
         }
@@ -92,13 +92,13 @@ impl<K: KeyExtractor> ConcurrencyLimitLayer<K> {
     where
         F: Fn(&Rejection<'_>) -> Response<Bytes> + Send + Sync + 'static,
     {
-        self.map(|a| a.answer.on_rejection = Some(Arc::new(f)))
+        self.map(|a| a.responder.on_rejection = Some(Arc::new(f)))
     }
 
     /// Shadow mode: decide as usual, but never block: a request over the
     /// limit is served anyway, without a slot (and logged at `info`).
     pub fn shadow(self, shadow: bool) -> Self {
-        self.map(|a| a.answer.shadow = shadow)
+        self.map(|a| a.responder.shadow = shadow)
     }
 
     /// The limiter.
@@ -123,12 +123,12 @@ impl<K: std::fmt::Debug> std::fmt::Debug for ConcurrencyLimitLayer<K> {
     }
 }
 
-impl<K: std::fmt::Debug> std::fmt::Debug for Config<K> {
+impl<K: std::fmt::Debug> std::fmt::Debug for ConcurrencyLimitConfig<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
+        f.debug_struct("ConcurrencyLimitConfig")
             .field("limiter", &self.limiter)
             .field("extractor", &self.extractor)
-            .field("retry_after", &self.answer.retry_after)
+            .field("retry_after", &self.responder.retry_after)
             .finish()
     }
 }

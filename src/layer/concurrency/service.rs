@@ -1,32 +1,106 @@
-use super::layer::Config;
+use super::layer::ConcurrencyLimitConfig;
+use crate::concurrency::ConcurrencyLimiter;
 use crate::key::{KeyExtractor, KeyRejection};
-use crate::layer::answer::Answer;
+use crate::layer::future::ResponseFuture;
 use crate::layer::gate::Gate;
-use crate::layer::service::{Gatekeeper, Limit};
-use crate::limiter::{Decided, Pending};
-use http::Request;
+use crate::layer::responder::Responder;
+use crate::layer::service::{self, Answered, Gatekeeper};
+use crate::limiter::{Outcome, Pending};
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower_service::Service;
 
 /// The middleware [`ConcurrencyLimitLayer`](super::ConcurrencyLimitLayer)
-/// wraps a service in.
-pub type ConcurrencyLimit<S, K> = Limit<S, Config<K>>;
+/// wraps a service in: each admitted request holds a lease of its key until
+/// its response body ends.
+pub struct ConcurrencyLimit<S, K> {
+    inner: S,
+    config: Arc<ConcurrencyLimitConfig<K>>,
+}
 
-// The trait is sealed: its items are reached only through `Limit`'s
-// `Service` impl, never named outside the crate.
+impl<S, K> ConcurrencyLimit<S, K> {
+    pub(crate) fn new(inner: S, config: Arc<ConcurrencyLimitConfig<K>>) -> Self {
+        Self { inner, config }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// The limiter leases are taken from.
+    pub fn limiter(&self) -> &ConcurrencyLimiter {
+        &self.config.limiter
+    }
+}
+
+impl<S: Clone, K> Clone for ConcurrencyLimit<S, K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<S, K, ReqBody, ResBody> Service<Request<ReqBody>> for ConcurrencyLimit<S, K>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    K: KeyExtractor,
+    ResBody: Body<Data = Bytes>,
+{
+    type Response = Answered<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, ReqBody>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        service::call(&mut self.inner, &self.config, req)
+    }
+}
+
+impl<S: fmt::Debug, K: fmt::Debug> fmt::Debug for ConcurrencyLimit<S, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConcurrencyLimit")
+            .field("inner", &self.inner)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+// The trait is sealed: its items are reached only through the service's
+// `call`, never named outside the crate.
 #[allow(private_interfaces)]
-impl<K: KeyExtractor> Gatekeeper for Config<K> {
+impl<K: KeyExtractor> Gatekeeper for ConcurrencyLimitConfig<K> {
     fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
         self.extractor.extract(req)
     }
 
-    fn answer(&self) -> &Answer {
-        &self.answer.answer
+    fn responder(&self) -> &Responder {
+        &self.responder.responder
     }
 
-    fn start<B>(this: &Arc<Self>, _req: &Request<B>, key: String) -> (Pending<Decided>, Gate) {
+    fn start<B>(this: &Arc<Self>, _req: &Request<B>, key: String) -> (Pending<Outcome>, Gate) {
         let (id, decision) = this.limiter.start_acquire(&key);
         let gate = Gate::Lease {
-            layer: this.answer.clone(),
+            layer: this.responder.clone(),
             limiter: this.limiter.clone(),
             key,
             id,

@@ -2,11 +2,11 @@ use super::service::RateLimit;
 use crate::algorithm::Algorithm;
 use crate::headers::{policy_field, HeaderStyle, LimitReport};
 use crate::key::{KeyExtractor, RequestView};
-use crate::layer::answer::{Answer, Rejection};
 use crate::layer::cost::Pricing;
-use crate::layer::gate::RateAnswer;
+use crate::layer::gate::RateResponder;
+use crate::layer::responder::{Rejection, Responder};
 use crate::layer::settle::Counting;
-use crate::{Decision, Limiter, Reason};
+use crate::{Decision, Limiter};
 use bytes::Bytes;
 use http::{HeaderValue, Response};
 use std::fmt;
@@ -33,13 +33,13 @@ use tower_layer::Layer;
 /// ```
 #[must_use = "a layer or extractor does nothing until it is used"]
 pub struct RateLimitLayer<K, A> {
-    pub(crate) config: Arc<Config<K, A>>,
+    pub(crate) config: Arc<RateLimitConfig<K, A>>,
 }
 
 pub(crate) type LimitsFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
 
 /// The configuration a [`RateLimitLayer`] shares with its services.
-pub struct Config<K, A> {
+pub struct RateLimitConfig<K, A> {
     pub(crate) limiter: Limiter<A>,
     pub(crate) extractor: K,
     pub(crate) pricing: Pricing,
@@ -47,10 +47,10 @@ pub struct Config<K, A> {
     pub(crate) counting: Counting,
     pub(crate) refund_inner: bool,
     /// What the response future needs, without the layer's type parameters.
-    pub(crate) answer: Arc<RateAnswer>,
+    pub(crate) responder: Arc<RateResponder>,
 }
 
-impl<K: Clone, A> Clone for Config<K, A> {
+impl<K: Clone, A> Clone for RateLimitConfig<K, A> {
     fn clone(&self) -> Self {
         Self {
             limiter: self.limiter.clone(),
@@ -59,7 +59,7 @@ impl<K: Clone, A> Clone for Config<K, A> {
             limits_for: self.limits_for.clone(),
             counting: self.counting.clone(),
             refund_inner: self.refund_inner,
-            answer: self.answer.clone(),
+            responder: self.responder.clone(),
         }
     }
 }
@@ -76,25 +76,25 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     /// Limit requests by the key `extractor` takes from them, with `limiter`.
     /// Each request costs 1, headers are the IETF `RateLimit` fields.
     pub fn new(limiter: Limiter<A>, extractor: K) -> Self {
-        let answer = Arc::new(RateAnswer {
-            answer: Answer::new(limiter.name()),
+        let responder = Arc::new(RateResponder {
+            responder: Responder::new(limiter.name()),
             own: limiter.quotas().map(|(n, q)| (n.into(), q)).collect(),
             policy_field: own_policy_field(&limiter),
         });
         Self {
-            config: Arc::new(Config {
+            config: Arc::new(RateLimitConfig {
                 limiter,
                 extractor,
                 pricing: Pricing::Fixed(1),
                 limits_for: None,
                 counting: Counting::Always,
                 refund_inner: true,
-                answer,
+                responder,
             }),
         }
     }
 
-    fn map(self, f: impl FnOnce(&mut Config<K, A>)) -> Self {
+    fn map(self, f: impl FnOnce(&mut RateLimitConfig<K, A>)) -> Self {
         let mut config = Arc::unwrap_or_clone(self.config);
         f(&mut config);
         Self {
@@ -187,7 +187,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
 
     /// Which rate-limit headers to send (default: the IETF fields).
     pub fn headers(self, style: HeaderStyle) -> Self {
-        self.map(|c| c.answer_mut().style = style)
+        self.map(|c| c.responder_mut().style = style)
     }
 
     /// Replace the answers the layer gives by itself (429, 400, 503 and their
@@ -196,14 +196,14 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     where
         F: Fn(&Rejection<'_>) -> Response<Bytes> + Send + Sync + 'static,
     {
-        self.map(|c| c.answer_mut().on_rejection = Some(Arc::new(f)))
+        self.map(|c| c.responder_mut().on_rejection = Some(Arc::new(f)))
     }
 
     /// Shadow mode: decide, charge and send headers as usual, but never
     /// block: a denied request is served anyway (and logged at `info`).
     /// For trying a limit on real traffic before enforcing it.
     pub fn shadow(self, shadow: bool) -> Self {
-        self.map(|c| c.answer_mut().shadow = shadow)
+        self.map(|c| c.responder_mut().shadow = shadow)
     }
 
     /// The limiter.
@@ -212,25 +212,16 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     }
 }
 
-impl<K, A> Config<K, A> {
-    fn answer_mut(&mut self) -> &mut Answer {
-        &mut Arc::make_mut(&mut self.answer).answer
+impl<K, A> RateLimitConfig<K, A> {
+    fn responder_mut(&mut self) -> &mut Responder {
+        &mut Arc::make_mut(&mut self.responder).responder
     }
 }
 
 /// `RateLimit-Policy` for the limiter's own limits (any decision will do:
 /// the field reads only names and quotas).
 fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<HeaderValue> {
-    let decision = Decision {
-        allowed: true,
-        limit: 0,
-        remaining: 0,
-        reset_after: Duration::ZERO,
-        retry_after: None,
-        delay: Duration::ZERO,
-        reason: Reason::WithinLimit,
-        degraded: false,
-    };
+    let decision = Decision::within_limit(0, 0, Duration::ZERO);
     let reports: Vec<_> = limiter
         .quotas()
         .map(|(name, quota)| LimitReport::new(name, quota, &decision))
@@ -252,14 +243,14 @@ impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimitLayer<K, A> {
     }
 }
 
-impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for Config<K, A> {
+impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimitConfig<K, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
+        f.debug_struct("RateLimitConfig")
             .field("limiter", &self.limiter)
             .field("extractor", &self.extractor)
             .field("pricing", &self.pricing)
-            .field("style", &self.answer.answer.style)
-            .field("shadow", &self.answer.answer.shadow)
+            .field("style", &self.responder.responder.style)
+            .field("shadow", &self.responder.responder.shadow)
             .finish_non_exhaustive()
     }
 }

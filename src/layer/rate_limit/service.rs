@@ -1,31 +1,106 @@
-use super::layer::Config;
+use super::layer::RateLimitConfig;
 use crate::algorithm::Algorithm;
 use crate::key::{KeyExtractor, KeyRejection, RequestView};
-use crate::layer::answer::Answer;
+use crate::layer::future::ResponseFuture;
 use crate::layer::gate::Gate;
-use crate::layer::service::{Gatekeeper, Limit};
+use crate::layer::responder::Responder;
+use crate::layer::service::{self, Answered, Gatekeeper};
 use crate::layer::settle::{Act, Charge, Counting, Rule, Settle};
-use crate::limiter::{Decided, Pending};
+use crate::limiter::{Outcome, Pending};
 use crate::store::Mode;
-use http::{Request, StatusCode};
+use crate::Limiter;
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body::Body;
+use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower_service::Service;
 
-/// The middleware [`RateLimitLayer`](super::RateLimitLayer) wraps a service in.
-pub type RateLimit<S, K, A> = Limit<S, Config<K, A>>;
+/// The middleware [`RateLimitLayer`](super::RateLimitLayer) wraps a service
+/// in: each request is charged to its key before `S` sees it.
+pub struct RateLimit<S, K, A> {
+    inner: S,
+    config: Arc<RateLimitConfig<K, A>>,
+}
 
-// The trait is sealed: its items are reached only through `Limit`'s
-// `Service` impl, never named outside the crate.
+impl<S, K, A> RateLimit<S, K, A> {
+    pub(crate) fn new(inner: S, config: Arc<RateLimitConfig<K, A>>) -> Self {
+        Self { inner, config }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// The limiter requests are charged to.
+    pub fn limiter(&self) -> &Limiter<A> {
+        &self.config.limiter
+    }
+}
+
+impl<S: Clone, K, A> Clone for RateLimit<S, K, A> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<S, K, A, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<S, K, A>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    K: KeyExtractor,
+    A: Algorithm,
+    ResBody: Body<Data = Bytes>,
+{
+    type Response = Answered<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, ReqBody>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        service::call(&mut self.inner, &self.config, req)
+    }
+}
+
+impl<S: fmt::Debug, K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimit<S, K, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("inner", &self.inner)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+// The trait is sealed: its items are reached only through the service's
+// `call`, never named outside the crate.
 #[allow(private_interfaces)]
-impl<K: KeyExtractor, A: Algorithm> Gatekeeper for Config<K, A> {
+impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
     fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
         self.extractor.extract(req)
     }
 
-    fn answer(&self) -> &Answer {
-        &self.answer.answer
+    fn responder(&self) -> &Responder {
+        &self.responder.responder
     }
 
-    fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Decided>, Gate) {
+    fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Outcome>, Gate) {
         let view = RequestView::new(req);
         let cost = this.pricing.of(view);
         let limiter = &this.limiter;
@@ -41,7 +116,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for Config<K, A> {
         };
         let decision = limiter.start(plan.as_deref(), &key, cost, mode);
         let gate = Gate::Rate {
-            layer: this.answer.clone(),
+            layer: this.responder.clone(),
             settle: this.counting.may_act(this.refund_inner).then(|| Settle {
                 rule: this.clone(),
                 charge: Charge {
@@ -56,7 +131,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for Config<K, A> {
     }
 }
 
-impl<K: KeyExtractor, A: Algorithm> Rule for Config<K, A> {
+impl<K: KeyExtractor, A: Algorithm> Rule for RateLimitConfig<K, A> {
     fn settle(&self, charge: &Charge, status: StatusCode, denied_inside: bool) {
         let Some(act) = self.counting.act(self.refund_inner, status, denied_inside) else {
             return;

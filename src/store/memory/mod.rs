@@ -229,9 +229,9 @@ impl Backend for Inner {
         };
         let decided = pass(false);
         if !batch.mode.twin().1 || !decided.iter().all(|r| r.allowed) {
-            return Answer::Each(decided);
+            return Answer::PerTarget(decided);
         }
-        Answer::Each(pass(true))
+        Answer::PerTarget(pass(true))
     }
 }
 

@@ -1,7 +1,7 @@
 //! How the layers answer by themselves: one rejection path for the rate
 //! limit and the concurrency layer, and how to replace its answers.
 
-use super::settle::RateLimited;
+use super::settle::DeniedByLimit;
 use crate::headers::{HeaderStyle, LimitReport};
 use crate::key::KeyRejection;
 use crate::response;
@@ -79,7 +79,7 @@ pub(crate) type OnRejection = Arc<dyn Fn(&Rejection<'_>) -> Response<Bytes> + Se
 /// How a layer answers: what its response future needs, free of the
 /// layer's key and algorithm types.
 #[derive(Clone)]
-pub(crate) struct Answer {
+pub(crate) struct Responder {
     /// The limiter's name, for logs.
     pub(crate) name: Arc<str>,
     pub(crate) style: HeaderStyle,
@@ -87,7 +87,7 @@ pub(crate) struct Answer {
     pub(crate) shadow: bool,
 }
 
-impl Answer {
+impl Responder {
     pub(crate) fn new(name: &str) -> Self {
         Self {
             name: name.into(),
@@ -110,7 +110,7 @@ impl Answer {
             None => rejection.default_response(),
         };
         if let RejectionKind::Limited { .. } = kind {
-            response.extensions_mut().insert(RateLimited);
+            response.extensions_mut().insert(DeniedByLimit);
         }
         response
     }

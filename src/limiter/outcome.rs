@@ -15,27 +15,27 @@ use smallvec::SmallVec;
 /// made it: a `Decision` built field by field and then moved through a
 /// few results, or a reply copied from one word into an enum. So the
 /// replies are moved only whole and from where they start ([`Answer::One`],
-/// [`Total`]), and a `Decision` is built once, in the place it is returned
+/// [`Overall`]), and a `Decision` is built once, in the place it is returned
 /// to ([`Limiter::check`]'s `total.decision()`). BENCHMARKS.md ("issue 12")
 /// has the numbers.
 ///
 /// [`Answer::One`]: crate::store::Answer::One
 /// [`Limiter::check`]: crate::Limiter::check
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Decided(Each);
+pub(crate) struct Outcome(PerLimit);
 
 #[derive(Debug, Clone, PartialEq)]
-enum Each {
+enum PerLimit {
     /// As the store replied: the first limit's reply, then the others'.
     Replies(Reply, Vec<Reply>),
-    /// Decided in the store's place (failure policy, deny cache, fallback).
+    /// Outcome in the store's place (failure policy, deny cache, fallback).
     Decisions(Decision, Vec<Decision>),
 }
 
-impl Decided {
+impl Outcome {
     /// The decision of a plan of one limit.
     pub(crate) fn one(decision: Decision) -> Self {
-        Self(Each::Decisions(decision, Vec::new()))
+        Self(PerLimit::Decisions(decision, Vec::new()))
     }
 
     /// The decisions of `each`, one per limit.
@@ -45,7 +45,7 @@ impl Decided {
     pub(crate) fn of(each: impl IntoIterator<Item = Decision>) -> Result<Self, crate::Error> {
         let mut each = each.into_iter();
         let first = each.next().ok_or_else(none)?;
-        Ok(Self(Each::Decisions(first, each.collect())))
+        Ok(Self(PerLimit::Decisions(first, each.collect())))
     }
 
     /// The store's `replies`, one per limit; `None` when there is none.
@@ -57,7 +57,7 @@ impl Decided {
         } else {
             rest.to_vec()
         };
-        Some(Self(Each::Replies(*first, rest)))
+        Some(Self(PerLimit::Replies(*first, rest)))
     }
 
     /// Why the limits decided as they did, and whether the failure policy
@@ -65,10 +65,10 @@ impl Decided {
     #[inline(always)]
     pub(crate) fn outcome(&self) -> (Reason, bool) {
         match &self.0 {
-            Each::Replies(first, rest) if rest.is_empty() => (first.reason(), false),
+            PerLimit::Replies(first, rest) if rest.is_empty() => (first.reason(), false),
             _ => {
-                let d = self.combined();
-                (d.reason, d.degraded)
+                let d = self.overall();
+                (d.reason(), d.is_degraded())
             }
         }
     }
@@ -76,47 +76,47 @@ impl Decided {
     /// What the limits add up to: denied if any denies (and then nothing
     /// was charged); the numbers are the most restrictive limit's.
     #[inline(always)]
-    pub(crate) fn combined(&self) -> Decision {
+    pub(crate) fn overall(&self) -> Decision {
         match &self.0 {
-            Each::Replies(first, rest) if rest.is_empty() => first.decision(),
-            _ => self.combine(),
+            PerLimit::Replies(first, rest) if rest.is_empty() => first.decision(),
+            _ => self.overall_of_each(),
         }
     }
 
     /// What the limits add up to, read later: a store's reply for one
     /// limit stays as the store wrote it.
     #[inline(always)]
-    pub(crate) fn into_total(self) -> Total {
+    pub(crate) fn into_overall(self) -> Overall {
         match self.0 {
-            Each::Replies(reply, rest) if rest.is_empty() => Total {
+            PerLimit::Replies(reply, rest) if rest.is_empty() => Overall {
                 reply,
                 decision: None,
             },
-            each => Total {
+            per_limit => Overall {
                 reply: Reply::default(),
-                decision: Some(Self(each).combine()),
+                decision: Some(Self(per_limit).overall_of_each()),
             },
         }
     }
 
-    /// [`combined`](Self::combined) the long way, out of the memory store's
+    /// [`overall`](Self::overall) the long way, out of the memory store's
     /// path.
     #[inline(never)]
-    fn combine(&self) -> Decision {
+    fn overall_of_each(&self) -> Decision {
         match &self.0 {
-            Each::Replies(first, rest) => {
+            PerLimit::Replies(first, rest) => {
                 let rest: SmallVec<[Decision; 4]> = rest.iter().map(|r| r.decision()).collect();
-                Decision::combine(first.decision(), &rest)
+                Decision::most_restrictive(first.decision(), &rest)
             }
-            Each::Decisions(first, rest) => Decision::combine(*first, rest),
+            PerLimit::Decisions(first, rest) => Decision::most_restrictive(*first, rest),
         }
     }
 
     /// Each limit's decision, in order.
     pub(crate) fn each(&self) -> impl Iterator<Item = Decision> + '_ {
         let (replies, decisions) = match &self.0 {
-            Each::Replies(first, rest) => (Some((first, rest)), None),
-            Each::Decisions(first, rest) => (None, Some((first, rest))),
+            PerLimit::Replies(first, rest) => (Some((first, rest)), None),
+            PerLimit::Decisions(first, rest) => (None, Some((first, rest))),
         };
         let replies = replies
             .into_iter()
@@ -133,8 +133,10 @@ impl Decided {
     /// inline (the layer writes its headers from these on every request).
     pub(crate) fn decisions(&self) -> SmallVec<[Decision; 1]> {
         match &self.0 {
-            Each::Replies(first, rest) if rest.is_empty() => SmallVec::from_buf([first.decision()]),
-            Each::Decisions(first, rest) if rest.is_empty() => SmallVec::from_buf([*first]),
+            PerLimit::Replies(first, rest) if rest.is_empty() => {
+                SmallVec::from_buf([first.decision()])
+            }
+            PerLimit::Decisions(first, rest) if rest.is_empty() => SmallVec::from_buf([*first]),
             _ => self.each().collect(),
         }
     }
@@ -143,7 +145,7 @@ impl Decided {
     pub(crate) fn map_each(&self, f: impl FnMut(Decision) -> Decision) -> Self {
         let mut each = self.each().map(f);
         match each.next() {
-            Some(first) => Self(Each::Decisions(first, each.collect())),
+            Some(first) => Self(PerLimit::Decisions(first, each.collect())),
             None => self.clone(),
         }
     }
@@ -156,19 +158,19 @@ pub(super) fn none() -> crate::Error {
 
 /// What the limits of one call add up to, not yet read as a [`Decision`]:
 /// one limit's reply stays as the store wrote it until the caller reads it,
-/// in the place it returns it to (see [`Decided`] for why). The reply
-/// comes first, in a fixed layout, so that every copy of a `Total` copies
+/// in the place it returns it to (see [`Outcome`] for why). The reply
+/// comes first, in a fixed layout, so that every copy of a `Overall` copies
 /// it in the pieces it was written in.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
-pub(crate) struct Total {
+pub(crate) struct Overall {
     reply: Reply,
     /// The decision instead of the reply, when it was not the store's alone
     /// (several limits, the failure policy, the deny cache).
     decision: Option<Decision>,
 }
 
-impl Total {
+impl Overall {
     /// The decision.
     #[inline(always)]
     pub(crate) fn decision(&self) -> Decision {
