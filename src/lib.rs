@@ -78,10 +78,12 @@ pub mod layer;
 mod limiter;
 pub mod metrics;
 mod pending;
+pub mod prelude;
 pub mod response;
 pub mod store;
 
+pub use concurrency::{ConcurrencyLimiter, ConcurrencyLimiterBuilder, Lease};
 pub use decision::{Decision, Decisions, LimitDecision, Reason};
 pub use error::{ConfigError, Error};
-pub use layer::RateLimitLayer;
+pub use layer::{ConcurrencyLimitLayer, RateLimitLayer};
 pub use limiter::{Limiter, LimiterBuilder};

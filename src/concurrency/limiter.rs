@@ -143,6 +143,7 @@ impl ConcurrencyLimiter {
             key,
             cost: 1,
             mode,
+            counted: mode == Mode::Check,
             lease,
         })
     }

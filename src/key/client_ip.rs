@@ -98,6 +98,11 @@ impl ClientIp {
 
     /// Trusts proxies in `network`, e.g. your load balancers' subnet.
     /// IPv4-mapped IPv6 networks (`::ffff:10.0.0.0/104`) are taken as IPv4.
+    ///
+    /// ```
+    /// use floodgate::key::{ClientIp, IpNet};
+    /// let key = ClientIp::new().trust("10.0.0.0/8".parse::<IpNet>().unwrap());
+    /// ```
     pub fn trust(mut self, network: IpNet) -> Self {
         Arc::make_mut(&mut self.networks).push(unmap(network).trunc());
         self

@@ -89,6 +89,9 @@ pub use extension::ExtensionKey;
 pub use fn_key::{from_fn, FnKey};
 pub use global::Global;
 pub use header::Header;
+/// The CIDR networks [`ClientIp::trust`] takes (the `ipnet` crate, 2.x),
+/// re-exported so that the version always matches floodgate's.
+pub use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 pub use peer::{peer_addr, PeerIp};
 pub use view::RequestView;
 

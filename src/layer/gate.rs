@@ -234,12 +234,36 @@ impl Admitted {
     /// The response's head is known: write its fields, settle its charge;
     /// the lease goes on with the body.
     pub(crate) fn finish(self, parts: &mut http::response::Parts) -> Option<Box<Lease>> {
+        let denied_inside = parts.extensions.get::<DeniedByLimit>().is_some();
+        let act = self
+            .settle
+            .as_ref()
+            .map(|s| s.act(parts.status, denied_inside));
         if let Some(f) = &self.fields {
             let layer = &*f.layer;
             let own = f.plan.is_none();
             let policy = layer.policy_field.as_ref().filter(|_| own);
             let at = f.at.unwrap_or(SystemTime::UNIX_EPOCH);
-            layer.with_reports(f.plan.as_deref(), &f.decided, |reports| {
+            // A request tried and not charged: its fields say what remains
+            // without the charge its trial assumed.
+            let uncharged = self
+                .settle
+                .as_ref()
+                .map_or(0, |s| s.uncharged(act.flatten()));
+            let adjusted;
+            let decided = if uncharged == 0 {
+                &f.decided
+            } else {
+                adjusted = f.decided.map_each(|d| {
+                    if d.allowed() {
+                        d.with_remaining(d.remaining().saturating_add(uncharged))
+                    } else {
+                        d
+                    }
+                });
+                &adjusted
+            };
+            layer.with_reports(f.plan.as_deref(), decided, |reports| {
                 write_with_policy(
                     layer.responder.style,
                     reports,
@@ -249,9 +273,8 @@ impl Admitted {
                 );
             });
         }
-        if let Some(settle) = self.settle {
-            let denied_inside = parts.extensions.get::<DeniedByLimit>().is_some();
-            settle.run(parts.status, denied_inside);
+        if let (Some(settle), Some(act)) = (self.settle, act) {
+            settle.run(act);
         }
         self.lease
     }

@@ -56,16 +56,39 @@ pub(crate) struct Charge {
 }
 
 impl Settle {
-    /// Settle with the response's status and whether an inner limit denied
-    /// the request.
-    pub(crate) fn run(self, status: StatusCode, denied_inside: bool) {
-        self.rule.settle(&self.charge, status, denied_inside);
+    /// What the response's `status` (and whether an inner limit denied the
+    /// request) does to the charge.
+    pub(crate) fn act(&self, status: StatusCode, denied_inside: bool) -> Option<Act> {
+        self.rule.act(status, denied_inside)
+    }
+
+    /// The cost the request's decision assumed charged that will not be:
+    /// a request tried but not charged (its response does not count).
+    pub(crate) fn uncharged(&self, act: Option<Act>) -> u64 {
+        if self.rule.charges_late() && act != Some(Act::Charge) {
+            self.charge.cost
+        } else {
+            0
+        }
+    }
+
+    /// Settle the charge as `act` says.
+    pub(crate) fn run(self, act: Option<Act>) {
+        if let Some(act) = act {
+            self.rule.apply(&self.charge, act);
+        }
     }
 }
 
 /// The layer's side of a [`Settle`], free of its type parameters.
 pub(crate) trait Rule: Send + Sync {
-    fn settle(&self, charge: &Charge, status: StatusCode, denied_inside: bool);
+    /// What a response does to a charge.
+    fn act(&self, status: StatusCode, denied_inside: bool) -> Option<Act>;
+    /// Whether requests are charged only once their response is known
+    /// (their decision was a trial).
+    fn charges_late(&self) -> bool;
+    /// Do `act` to `charge`.
+    fn apply(&self, charge: &Charge, act: Act);
 }
 
 /// What happens to a charge.

@@ -61,6 +61,9 @@ pub(crate) struct Ask<'a> {
     pub(crate) key: &'a str,
     pub(crate) cost: u64,
     pub(crate) mode: Mode,
+    /// The decision gates a request (a check, or the layer's trial of a
+    /// request charged only after its response): the metrics count it.
+    pub(crate) counted: bool,
     /// The lease a concurrency limiter acquires or releases (else empty).
     pub(crate) lease: &'a str,
 }
@@ -178,17 +181,10 @@ impl Core {
         }
         match self.store.decide(&batch) {
             // By reference: the replies are read where the store wrote them.
-            Answer::One(ref reply) => self.ready(
-                ask.mode,
-                ask.key,
-                cost,
-                asked,
-                std::slice::from_ref(reply),
-                finish,
-            ),
-            Answer::PerTarget(ref replies) => {
-                self.ready(ask.mode, ask.key, cost, asked, replies, finish)
+            Answer::One(ref reply) => {
+                self.ready(ask, cost, asked, std::slice::from_ref(reply), finish)
             }
+            Answer::PerTarget(ref replies) => self.ready(ask, cost, asked, replies, finish),
             Answer::Later(store) => self.later((store, None), ask, (cost, asked), finish),
         }
     }
@@ -214,10 +210,10 @@ impl Core {
         match span.in_scope(|| self.store.decide(batch)) {
             Answer::One(ref reply) => span.in_scope(|| {
                 let replies = std::slice::from_ref(reply);
-                self.ready(ask.mode, ask.key, batch.cost, asked, replies, finish)
+                self.ready(ask, batch.cost, asked, replies, finish)
             }),
             Answer::PerTarget(ref replies) => {
-                span.in_scope(|| self.ready(ask.mode, ask.key, batch.cost, asked, replies, finish))
+                span.in_scope(|| self.ready(ask, batch.cost, asked, replies, finish))
             }
             Answer::Later(store) => {
                 self.later((store, Some(span)), ask, (batch.cost, asked), finish)
@@ -229,8 +225,7 @@ impl Core {
     #[inline(always)]
     fn ready<F: Finish>(
         &self,
-        mode: Mode,
-        key: &str,
+        ask: &Ask<'_>,
         cost: u64,
         asked: Option<u64>,
         replies: &[Reply],
@@ -239,7 +234,7 @@ impl Core {
         let Some(decided) = Outcome::replied(replies) else {
             return Pending::ready(Err(super::outcome::none()));
         };
-        self.record(mode, key, cost, asked, &decided);
+        self.record(ask.mode, ask.counted, ask.key, cost, asked, &decided);
         Pending::ready(Ok(finish.finish(decided)))
     }
 
@@ -255,7 +250,7 @@ impl Core {
     ) -> Pending<F::Output> {
         let specs: SmallVec<[Spec; 1]> = ask.plan.targets.iter().map(|t| t.spec).collect();
         let (key, lease) = (ask.key.to_owned(), ask.lease.to_owned());
-        let (mode, core) = (ask.mode, self.clone());
+        let (mode, counted, core) = (ask.mode, ask.counted, self.clone());
         let decision = async move {
             let started = crate::clock::ticks();
             let call = Call {
@@ -270,7 +265,7 @@ impl Core {
             core.metrics
                 .timed(crate::clock::ticks().saturating_duration_since(started));
             let decided = Outcome::of(each?)?;
-            core.record(mode, &key, cost, asked, &decided);
+            core.record(mode, counted, &key, cost, asked, &decided);
             Ok(finish.finish(decided))
         };
         Pending::later(boxed(decision, span))
@@ -280,12 +275,23 @@ impl Core {
     /// when it was asked, for a call of the limiter's own limits when it
     /// has a cache).
     #[inline(always)]
-    fn record(&self, mode: Mode, key: &str, cost: u64, asked: Option<u64>, d: &Outcome) {
-        if mode != Mode::Check {
+    fn record(
+        &self,
+        mode: Mode,
+        counted: bool,
+        key: &str,
+        cost: u64,
+        asked: Option<u64>,
+        d: &Outcome,
+    ) {
+        if !counted {
             return;
         }
         let (reason, degraded) = d.outcome();
         self.metrics.decided(reason, degraded);
+        if mode != Mode::Check {
+            return;
+        }
         if let (Some(cache), Some(asked)) = (&self.deny_cache, asked) {
             remember(cache, key, cost, asked, d);
         }

@@ -147,9 +147,12 @@ impl<A: Algorithm> Limiter<A> {
         Ok(decisions(&plan, &decided))
     }
 
-    /// What `check(key, 1)` would say now, consuming nothing: `remaining`
-    /// is what would be left after it. For the remaining quota as it is, use
-    /// `check(key, 0)`, which also consumes nothing.
+    /// The key as it is now, consuming nothing: `remaining` is what remains
+    /// now (as `check(key, 0)` reports it, and as redis_rate's `AllowN`
+    /// with n = 0 and upstash's `getRemaining` do), `reset_after` when the
+    /// key is full again. A peek is always admitted, and is not counted in
+    /// the metrics. Whether a request of cost `c` would fit now is
+    /// `remaining() >= c`.
     ///
     /// # Errors
     /// [`Error::Store`](crate::Error::Store), only when the store fails and the
@@ -157,7 +160,7 @@ impl<A: Algorithm> Limiter<A> {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn peek(&self, key: &str) -> Result<Decision, Error> {
-        self.overall(None, key, 1, Mode::Peek).await
+        self.overall(None, key, 0, Mode::Peek).await
     }
 
     /// Give back `cost` that an earlier `check` charged to `key` (a request
@@ -225,21 +228,70 @@ impl<A: Algorithm> Limiter<A> {
             key,
             cost,
             mode,
+            counted: mode == Mode::Check,
             lease: "",
         }
     }
 
     /// Start a decision of `plan` (the limiter's own when `None`): what
-    /// every method above and the layer do.
+    /// every method above does.
     #[inline(always)]
-    pub(crate) fn start(
+    fn start(&self, plan: Option<&Plan>, key: &str, cost: u64, mode: Mode) -> Pending<Outcome> {
+        self.inner.core.run(self.ask(plan, key, cost, mode))
+    }
+
+    /// Start charging `cost` to `key` under `plan`, as [`check`](Self::check)
+    /// does: the layer's decision for a request charged at once.
+    #[inline(always)]
+    pub(crate) fn start_check(
         &self,
         plan: Option<&Plan>,
         key: &str,
         cost: u64,
-        mode: Mode,
     ) -> Pending<Outcome> {
-        self.inner.core.run(self.ask(plan, key, cost, mode))
+        self.start(plan, key, cost, Mode::Check)
+    }
+
+    /// Start the trial of a request charged only once its response is known:
+    /// decided as a check of `cost`, nothing written, and counted in the
+    /// metrics (it admits or denies a request).
+    pub(crate) fn start_trial(
+        &self,
+        plan: Option<&Plan>,
+        key: &str,
+        cost: u64,
+    ) -> Pending<Outcome> {
+        let ask = Ask {
+            counted: true,
+            ..self.ask(plan, key, cost, Mode::Peek)
+        };
+        self.inner.core.run(ask)
+    }
+
+    /// Start charging a request whose trial admitted it, now that its
+    /// response is known: written as a check, not counted again in the
+    /// metrics (the trial was).
+    pub(crate) fn start_late_charge(
+        &self,
+        plan: Option<&Plan>,
+        key: &str,
+        cost: u64,
+    ) -> Pending<Outcome> {
+        let ask = Ask {
+            counted: false,
+            ..self.ask(plan, key, cost, Mode::Check)
+        };
+        self.inner.core.run(ask)
+    }
+
+    /// Start giving back `cost` charged to `key` under `plan`.
+    pub(crate) fn start_refund(
+        &self,
+        plan: Option<&Plan>,
+        key: &str,
+        cost: u64,
+    ) -> Pending<Outcome> {
+        self.start(plan, key, cost, Mode::Refund)
     }
 
     /// What this limiter does when its store fails.

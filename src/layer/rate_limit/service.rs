@@ -7,7 +7,6 @@ use crate::layer::responder::Responder;
 use crate::layer::service::{self, Answered, Gatekeeper};
 use crate::layer::settle::{Act, Charge, Counting, Rule, Settle};
 use crate::limiter::{Outcome, Pending};
-use crate::store::Mode;
 use crate::Limiter;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -109,12 +108,11 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             .as_ref()
             .and_then(|f| f(view))
             .map(|a| Arc::new(limiter.plan(&a)));
-        let mode = match this.counting {
-            // Charged once the response is known: only peek now.
-            Counting::OnlyWhen(_) => Mode::Peek,
-            _ => Mode::Check,
+        let decision = match this.counting {
+            // Charged once the response is known: only a trial now.
+            Counting::OnlyWhen(_) => limiter.start_trial(plan.as_deref(), &key, cost),
+            _ => limiter.start_check(plan.as_deref(), &key, cost),
         };
-        let decision = limiter.start(plan.as_deref(), &key, cost, mode);
         let gate = Gate::Rate {
             layer: this.responder.clone(),
             settle: this.counting.may_act(this.refund_inner).then(|| Settle {
@@ -132,18 +130,21 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
 }
 
 impl<K: KeyExtractor, A: Algorithm> Rule for RateLimitConfig<K, A> {
-    fn settle(&self, charge: &Charge, status: StatusCode, denied_inside: bool) {
-        let Some(act) = self.counting.act(self.refund_inner, status, denied_inside) else {
-            return;
-        };
-        let mode = match act {
-            Act::Charge => Mode::Check,
-            Act::Refund => Mode::Refund,
-        };
+    fn act(&self, status: StatusCode, denied_inside: bool) -> Option<Act> {
+        self.counting.act(self.refund_inner, status, denied_inside)
+    }
+
+    fn charges_late(&self) -> bool {
+        matches!(self.counting, Counting::OnlyWhen(_))
+    }
+
+    fn apply(&self, charge: &Charge, act: Act) {
         // At once on a store that never waits; else in the background.
-        let plan = charge.plan.as_deref();
-        self.limiter
-            .start(plan, &charge.key, charge.cost, mode)
-            .detach("settlement of a charge");
+        let (plan, key, cost) = (charge.plan.as_deref(), &*charge.key, charge.cost);
+        let settlement = match act {
+            Act::Charge => self.limiter.start_late_charge(plan, key, cost),
+            Act::Refund => self.limiter.start_refund(plan, key, cost),
+        };
+        settlement.detach("settlement of a charge");
     }
 }
