@@ -78,6 +78,7 @@ pub mod layer;
 mod limiter;
 pub mod metrics;
 mod pending;
+mod quota;
 pub mod response;
 pub mod store;
 
@@ -85,3 +86,4 @@ pub use decision::{Decision, Decisions, LimitDecision, Reason};
 pub use error::{ConfigError, Error};
 pub use layer::RateLimitLayer;
 pub use limiter::{Limiter, LimiterBuilder};
+pub use quota::Quota;

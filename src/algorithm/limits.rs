@@ -101,6 +101,8 @@ fn checked_name(name: &str) -> Result<Arc<str>, ConfigError> {
     Ok(name.into())
 }
 
+// `Spec` is the crate's own: see `sealed`.
+#[allow(private_interfaces)]
 impl Sealed for Limits {
     fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
         self.parts

@@ -1,8 +1,8 @@
-use crate::algorithm::{checked_window, window_errors, Quota, Spec};
+use crate::algorithm::{checked_window, Spec, LEASE};
 use crate::failure::{CircuitState, FailurePolicy, Fallback, FallbackKind, FallbackLimiter};
 use crate::limiter::{settings_methods, Ask, Core, Decided, Pending, Plan, Settings};
 use crate::store::{Mode, Store};
-use crate::{ConfigError, Decision, Error, Reason};
+use crate::{ConfigError, Decision, Error, Quota, Reason};
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
@@ -282,7 +282,7 @@ impl ConcurrencyLimiterBuilder {
         if self.max == 0 || self.max > MAX_IN_FLIGHT {
             return Err(ConfigError::new("max", "must be between 1 and 2^20"));
         }
-        let lease_ms = checked_window(self.lease, window_errors!("lease"))?;
+        let lease_ms = checked_window(self.lease, LEASE)?;
         let core = self.settings.core(FallbackKind::Concurrency, None)?;
         let spec = Spec::Concurrency {
             max: self.max,

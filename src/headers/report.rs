@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use crate::algorithm::Quota;
+use crate::Quota;
 use crate::Decision;
 
 /// One limit's decision for a request: what the header fields and rejection

@@ -3,7 +3,7 @@
 
 use super::invoke::{Remote, Transport};
 use super::library::load_library;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
@@ -199,7 +199,17 @@ impl RedisClusterStore {
     }
 }
 
-super::remote_store!(RedisClusterStore);
+impl From<RedisClusterStore> for Store {
+    fn from(s: RedisClusterStore) -> Self {
+        Store::new(Arc::new(s.remote))
+    }
+}
+
+impl fmt::Debug for RedisClusterStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.remote.fmt(f)
+    }
+}
 
 /// After a failed connection attempt, calls fail at once for this long.
 const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);

@@ -13,8 +13,11 @@ pub use self::cluster::RedisClusterStore;
 
 use self::connection::Connections;
 use self::invoke::Remote;
+use crate::store::Store;
 use crate::ConfigError;
+use std::fmt;
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Default number of multiplexed connections a [`RedisStore`] shares.
@@ -110,26 +113,17 @@ impl RedisStore {
     }
 }
 
-/// What a store over a `Remote` (a field `remote`) is besides its own
-/// methods: a [`Store`], and its transport's `Debug`.
-macro_rules! remote_store {
-    ($name:ident) => {
-        impl From<$name> for $crate::store::Store {
-            fn from(s: $name) -> Self {
-                $crate::store::Store::new(std::sync::Arc::new(s.remote))
-            }
-        }
-
-        impl std::fmt::Debug for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                self.remote.fmt(f)
-            }
-        }
-    };
+impl From<RedisStore> for Store {
+    fn from(s: RedisStore) -> Self {
+        Store::new(Arc::new(s.remote))
+    }
 }
-use remote_store;
 
-remote_store!(RedisStore);
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.remote.fmt(f)
+    }
+}
 
 #[cfg(test)]
 mod tests {
