@@ -3,8 +3,7 @@
 //! with a delay.
 
 use super::spec::Spec;
-use super::validate::{self as check, or_panic, tri, Invalid};
-use super::validate::{CAPACITY, LEAK_PER_SEC, LONG_REFILL, REFILL_PER_SEC};
+use super::validate::{self as check, or_panic, tri, Invalid, LEAK_PER_SEC, REFILL_PER_SEC};
 use crate::{ConfigError, Quota};
 
 /// Token bucket: holds up to `capacity` tokens, refilled continuously at
@@ -66,9 +65,7 @@ impl TokenBucket {
     }
 
     const fn checked(capacity: u64, refill_per_sec: f64) -> Result<Self, Invalid> {
-        let capacity = tri!(check::count(capacity, CAPACITY));
-        let rate = tri!(check::rate(refill_per_sec, REFILL_PER_SEC));
-        tri!(check::schedule(capacity, 1000.0 / rate, LONG_REFILL));
+        let (capacity, rate) = tri!(check::bucket(capacity, refill_per_sec, REFILL_PER_SEC));
         Ok(Self { capacity, rate })
     }
 
@@ -141,9 +138,7 @@ impl LeakyBucket {
     }
 
     const fn checked(capacity: u64, leak_per_sec: f64) -> Result<Self, Invalid> {
-        let capacity = tri!(check::count(capacity, CAPACITY));
-        let rate = tri!(check::rate(leak_per_sec, LEAK_PER_SEC));
-        tri!(check::schedule(capacity, 1000.0 / rate, LONG_REFILL));
+        let (capacity, rate) = tri!(check::bucket(capacity, leak_per_sec, LEAK_PER_SEC));
         Ok(Self { capacity, rate })
     }
 

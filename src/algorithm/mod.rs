@@ -42,14 +42,13 @@ mod spec;
 pub(crate) mod validate;
 mod windows;
 
+pub use crate::quota::Quota;
 pub use buckets::{LeakyBucket, TokenBucket};
 pub use gcra::Gcra;
 pub use limits::{Limits, MAX_LIMITS};
-pub use crate::quota::Quota;
 pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
 pub(crate) use spec::{Reply, Spec, State};
-pub(crate) use validate::{or_panic, window as checked_window, Invalid, COOL_DOWN, FAILURES, LEASE};
 
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm
 /// types of this module, or several of them as [`Limits`].

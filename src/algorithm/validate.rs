@@ -173,6 +173,25 @@ pub(crate) const fn schedule(units: u64, interval_ms: f64, long: Invalid) -> Res
     }
 }
 
+/// `limit` per `window`, the parameters of every window algorithm: the
+/// limit and the window in ms.
+pub(crate) const fn per_window(limit: u64, window_: Duration) -> Result<(u64, u64), Invalid> {
+    Ok((tri!(count(limit, LIMIT)), tri!(window(window_, WINDOW))))
+}
+
+/// `capacity` and a rate per second (whose errors are `rate_errors`), the
+/// parameters of both buckets: a full refill or drain within 2^40 ms.
+pub(crate) const fn bucket(
+    capacity: u64,
+    rate_per_sec: f64,
+    rate_errors: [Invalid; 3],
+) -> Result<(u64, f64), Invalid> {
+    let capacity = tri!(count(capacity, CAPACITY));
+    let rate_per_sec = tri!(rate(rate_per_sec, rate_errors));
+    tri!(schedule(capacity, 1000.0 / rate_per_sec, LONG_REFILL));
+    Ok((capacity, rate_per_sec))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! `sliding_window.rs`.
 
 use super::spec::Spec;
-use super::validate::{self as check, or_panic, tri, Invalid, LIMIT, LONG_LOG, WIDE_LOG, WINDOW};
+use super::validate::{self as check, or_panic, tri, Invalid, LONG_LOG, WIDE_LOG};
 use crate::{ConfigError, Quota};
 use std::time::Duration;
 
@@ -58,10 +58,8 @@ impl FixedWindow {
     }
 
     const fn checked(limit: u64, window: Duration) -> Result<Self, Invalid> {
-        Ok(Self {
-            limit: tri!(check::count(limit, LIMIT)),
-            window_ms: tri!(check::window(window, WINDOW)),
-        })
+        let (limit, window_ms) = tri!(check::per_window(limit, window));
+        Ok(Self { limit, window_ms })
     }
 
     /// The limit as it reads on the wire (`RateLimit-Policy`): `limit`
@@ -130,8 +128,7 @@ impl SlidingLog {
     }
 
     const fn checked(limit: u64, window: Duration) -> Result<Self, Invalid> {
-        let limit = tri!(check::count(limit, LIMIT));
-        let window_ms = tri!(check::window(window, WINDOW));
+        let (limit, window_ms) = tri!(check::per_window(limit, window));
         if limit > MAX_LOG {
             return Err(LONG_LOG);
         }
@@ -208,10 +205,8 @@ impl SlidingWindow {
     }
 
     const fn checked(limit: u64, window: Duration) -> Result<Self, Invalid> {
-        Ok(Self {
-            limit: tri!(check::count(limit, LIMIT)),
-            window_ms: tri!(check::window(window, WINDOW)),
-        })
+        let (limit, window_ms) = tri!(check::per_window(limit, window));
+        Ok(Self { limit, window_ms })
     }
 
     /// The limit as it reads on the wire (`RateLimit-Policy`): `limit`

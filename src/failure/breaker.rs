@@ -1,7 +1,7 @@
 //! The circuit breaker: after enough consecutive store failures, stop calling
 //! the store for a cool-down, then let one probe through.
 
-use crate::algorithm::{checked_window, or_panic, Invalid, COOL_DOWN, FAILURES};
+use crate::algorithm::validate::{self as check, or_panic, Invalid, COOL_DOWN, FAILURES};
 use crate::ConfigError;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -82,7 +82,7 @@ impl CircuitBreaker {
         if failures == 0 {
             return Err(FAILURES);
         }
-        if let Err(e) = checked_window(cool_down, COOL_DOWN) {
+        if let Err(e) = check::window(cool_down, COOL_DOWN) {
             return Err(e);
         }
         Ok(Self {

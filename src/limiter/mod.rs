@@ -7,7 +7,7 @@ mod decided;
 mod deny_cache;
 
 pub use self::builder::LimiterBuilder;
-pub(crate) use self::builder::{settings_methods, Settings};
+pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Combined, Core, Plan};
 pub(crate) use self::decided::Decided;
 pub(crate) use crate::pending::Pending;
