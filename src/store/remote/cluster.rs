@@ -3,6 +3,7 @@
 
 use super::invoke::{Remote, Transport};
 use super::library::load_library;
+use super::NO_RUNTIME;
 use crate::store::{Store, StoreError};
 use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
@@ -123,6 +124,12 @@ const OVERALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// [failure policy](crate::LimiterBuilder::on_store_failure) decides; calls
 /// for keys of the other shards go on, apart from the moment the whole
 /// cluster answers `CLUSTERDOWN`, which the retries above ride out.
+///
+/// Needs a Tokio runtime, with its time driver (`#[tokio::main]` has both):
+/// the connection is made on a Tokio task and calls are timed by Tokio.
+/// Called outside one, it does not panic: each decision fails with
+/// [`StoreError::Unavailable`], "no Tokio runtime", and the failure policy
+/// answers.
 #[derive(Clone)]
 pub struct RedisClusterStore {
     remote: Remote<ClusterTransport>,
@@ -273,8 +280,11 @@ impl ClusterTransport {
                         return Err(StoreError::Unavailable(why.clone()))
                     }
                     Conn::Idle | Conn::Failed(..) => {
+                        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                            return Err(StoreError::Unavailable(NO_RUNTIME.into()));
+                        };
                         *state = Conn::Connecting;
-                        tokio::spawn(connect(self.client.clone(), cell.clone()));
+                        drop(rt.spawn(connect(self.client.clone(), cell.clone())));
                     }
                 }
             }

@@ -23,6 +23,11 @@ use std::time::Duration;
 /// Default number of multiplexed connections a [`RedisStore`] shares.
 const DEFAULT_CONNECTIONS: usize = 2;
 
+/// Why a connection could not be made: the Redis stores make theirs on
+/// Tokio tasks.
+const NO_RUNTIME: &str =
+    "no Tokio runtime: the Redis stores make their connections on Tokio tasks, call them from within a Tokio runtime";
+
 /// Default bound on making one connection.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -52,6 +57,12 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// limiter's business: see [`crate::failure`].
 ///
 /// Cheap to clone: clones share the connections.
+///
+/// Needs a Tokio runtime, with its time driver (`#[tokio::main]` has both):
+/// connections are made on Tokio tasks and calls are timed by Tokio. Called
+/// outside one, it does not panic: each decision fails with
+/// [`StoreError::Unavailable`](crate::store::StoreError::Unavailable),
+/// "no Tokio runtime", and the failure policy answers.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), floodgate::ConfigError> {
