@@ -132,7 +132,7 @@ const OVERALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// answers.
 #[derive(Clone)]
 pub struct RedisClusterStore {
-    remote: Remote<ClusterTransport>,
+    pub(super) remote: Remote<ClusterTransport>,
 }
 
 impl RedisClusterStore {

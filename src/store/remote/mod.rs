@@ -138,7 +138,58 @@ impl fmt::Debug for RedisStore {
 
 #[cfg(test)]
 mod tests {
+    use super::invoke::Transport;
     use super::*;
+    use crate::store::StoreError;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    /// The first poll of `f`, outside any Tokio runtime.
+    fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
+        pin!(f).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    /// Outside a Tokio runtime, a store that would make a connection
+    /// fails naming what is missing, instead of panicking in `tokio::spawn`.
+    #[test]
+    fn outside_a_runtime_no_connection_is_made() {
+        let cmd = redis::cmd("PING");
+        let store = RedisStore::from_url("redis://127.0.0.1:1").unwrap();
+        let cluster = RedisClusterStore::from_nodes(["redis://127.0.0.1:1"]).unwrap();
+        for sent in [
+            poll_once(store.remote.transport().send(&cmd, false)),
+            poll_once(cluster.remote.transport().send(&cmd, false)),
+        ] {
+            match sent {
+                Poll::Ready(Err(StoreError::Unavailable(why))) => {
+                    assert!(why.starts_with("no Tokio runtime"), "{why}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    /// Outside a Tokio runtime, a limiter over Redis decides by its failure
+    /// policy: an error naming the missing runtime, or failing open.
+    #[test]
+    fn outside_a_runtime_the_failure_policy_decides() {
+        use crate::algorithm::Gcra;
+        use crate::failure::FailurePolicy;
+        use crate::Limiter;
+        let store = RedisStore::from_url("redis://127.0.0.1:1").unwrap();
+        let gcra = Gcra::new(1, Duration::from_secs(1));
+        let strict = Limiter::builder(store.clone(), gcra)
+            .on_store_failure(FailurePolicy::ReturnError)
+            .build()
+            .unwrap();
+        match poll_once(strict.check("k", 1)) {
+            Poll::Ready(Err(e)) => assert!(e.to_string().contains("no Tokio runtime"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        let open = Limiter::new(store, gcra);
+        assert!(matches!(poll_once(open.check("k", 1)), Poll::Ready(Ok(_))));
+    }
 
     #[test]
     fn malformed_urls_name_the_field() {
