@@ -10,8 +10,9 @@
 //! value, which compiles and runs):
 //!
 //! * an invalid constant of each algorithm (`const A: Gcra = Gcra::new(0, ..)`),
-//!   one block per type: `src/guide/configuration.rs` (and
-//!   `src/algorithm/windows.rs` for `FixedWindow`);
+//!   one block per type: `src/guide/configuration.rs` (and next to the
+//!   types: `FixedWindow` and `SlidingWindow` in `src/algorithm/windows.rs`,
+//!   `TokenBucket` in `src/algorithm/buckets.rs`);
 //! * `const B: CircuitBreaker = CircuitBreaker::new(0, ..)`:
 //!   `src/guide/configuration.rs` and `src/failure/breaker.rs`;
 //! * `Limits::new()` without a limit: `src/guide/configuration.rs` and
