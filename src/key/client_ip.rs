@@ -156,8 +156,8 @@ impl ClientIp {
     /// 32: one key per address).
     ///
     /// # Errors
-    /// A [`ConfigError`] naming `ipv4_prefix` for a
-    /// length outside that range.
+    /// A [`ConfigError`] naming `ipv4_prefix` for a length outside that
+    /// range.
     pub fn ipv4_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
         self.grouping = self.grouping.with_v4(len)?;
         Ok(self)
@@ -167,8 +167,8 @@ impl ClientIp {
     /// 64: one key per typical site or home network).
     ///
     /// # Errors
-    /// A [`ConfigError`] naming `ipv6_prefix` for a
-    /// length outside that range.
+    /// A [`ConfigError`] naming `ipv6_prefix` for a length outside that
+    /// range.
     pub fn ipv6_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
         self.grouping = self.grouping.with_v6(len)?;
         Ok(self)

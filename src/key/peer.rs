@@ -89,8 +89,8 @@ impl PeerIp {
     /// 32: one key per address).
     ///
     /// # Errors
-    /// A [`ConfigError`] naming `ipv4_prefix` for a
-    /// length outside that range.
+    /// A [`ConfigError`] naming `ipv4_prefix` for a length outside that
+    /// range.
     pub fn ipv4_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
         self.grouping = self.grouping.with_v4(len)?;
         Ok(self)
@@ -100,8 +100,8 @@ impl PeerIp {
     /// 64: one key per typical site or home network).
     ///
     /// # Errors
-    /// A [`ConfigError`] naming `ipv6_prefix` for a
-    /// length outside that range.
+    /// A [`ConfigError`] naming `ipv6_prefix` for a length outside that
+    /// range.
     pub fn ipv6_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
         self.grouping = self.grouping.with_v6(len)?;
         Ok(self)
