@@ -1,6 +1,6 @@
 //! The answer of one rate-limit decision, and why it came out so.
 
-use crate::algorithm::Quota;
+use crate::Quota;
 use std::cmp::{Ordering, Reverse};
 use std::sync::Arc;
 use std::time::Duration;

@@ -79,6 +79,7 @@ mod limiter;
 pub mod metrics;
 mod pending;
 pub mod prelude;
+mod quota;
 pub mod response;
 pub mod store;
 
@@ -87,3 +88,4 @@ pub use decision::{Decision, Decisions, LimitDecision, Reason};
 pub use error::{ConfigError, Error};
 pub use layer::{ConcurrencyLimitLayer, RateLimitLayer};
 pub use limiter::{Limiter, LimiterBuilder};
+pub use quota::Quota;

@@ -10,8 +10,9 @@
 //! value, which compiles and runs):
 //!
 //! * an invalid constant of each algorithm (`const A: Gcra = Gcra::new(0, ..)`),
-//!   one block per type: `src/guide/configuration.rs` (and
-//!   `src/algorithm/windows.rs` for `FixedWindow`);
+//!   one block per type: `src/guide/configuration.rs` (and next to the
+//!   types: `FixedWindow` and `SlidingWindow` in `src/algorithm/windows.rs`,
+//!   `TokenBucket` in `src/algorithm/buckets.rs`);
 //! * `const B: CircuitBreaker = CircuitBreaker::new(0, ..)`:
 //!   `src/guide/configuration.rs` and `src/failure/breaker.rs`;
 //! * `Limits::new()` without a limit: `src/guide/configuration.rs` and
@@ -783,6 +784,65 @@ mod stores {
         assert_eq!(one.len(), 1);
         // The largest allocates nothing up front.
         assert!(MemoryStore::with_max_keys(NonZeroUsize::MAX).is_empty());
+    }
+}
+
+/// Every constructor that can panic does so at its caller's line, not
+/// inside floodgate (`#[track_caller]`).
+mod panic_locations {
+    use super::*;
+    use std::cell::RefCell;
+    use std::panic::{set_hook, take_hook};
+    use std::sync::Once;
+
+    thread_local! {
+        /// Where the last panic of this thread happened.
+        static WHERE: RefCell<Option<(String, u32)>> = const { RefCell::new(None) };
+    }
+
+    /// The file and line `f` panics at, as the panic hook sees them. The
+    /// hook records the location per thread, then runs the previous hook:
+    /// tests running in parallel see their own panics only.
+    fn panic_location<T: Debug>(f: impl FnOnce() -> T + UnwindSafe) -> (String, u32) {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let previous = take_hook();
+            set_hook(Box::new(move |info| {
+                let at = info.location().map(|l| (l.file().to_owned(), l.line()));
+                WHERE.with(|w| *w.borrow_mut() = at);
+                previous(info);
+            }));
+        });
+        WHERE.with(|w| w.borrow_mut().take());
+        panic_message(f);
+        WHERE
+            .with(|w| w.borrow_mut().take())
+            .expect("the panic has a location")
+    }
+
+    /// `here` is the line of the call, given by `line!()` on it.
+    #[track_caller]
+    fn at_caller<T: Debug>(f: impl FnOnce() -> T + UnwindSafe, here: u32) {
+        assert_eq!(panic_location(f), (file!().to_owned(), here));
+    }
+
+    #[test]
+    fn constructors_panic_at_the_caller() {
+        at_caller(|| SlidingWindow::new(0, SEC), line!());
+        at_caller(|| FixedWindow::new(1, Duration::ZERO), line!());
+        at_caller(|| SlidingLog::new(MAX_LOG + 1, SEC), line!());
+        at_caller(|| TokenBucket::new(1, f64::NAN), line!());
+        at_caller(|| LeakyBucket::new(0, 1.0), line!());
+        at_caller(|| Gcra::new(1, Duration::from_micros(1)), line!());
+        at_caller(|| CircuitBreaker::new(0, SEC), line!());
+        at_caller(|| Limits::new("", Gcra::new(1, SEC)), line!());
+    }
+
+    #[test]
+    fn the_location_is_not_inside_floodgate() {
+        let (file, _) = panic_location(|| SlidingWindow::new(0, SEC));
+        assert!(!file.contains("src/algorithm"), "{file}");
+        assert!(file.ends_with("config.rs"), "{file}");
     }
 }
 

@@ -1,8 +1,7 @@
 use super::spec::{ceil, floor, reply, Reply, Spec, State, Step, Write, SLACK_MS};
-use super::validate::{
-    count, count_errors, invalid, or_panic, schedule, tri, window, window_errors, Invalid,
-};
-use crate::ConfigError;
+use super::validate::{count, or_panic, schedule, tri, window, Invalid};
+use super::validate::{BURST, LIMIT, LONG_BURST, PERIOD};
+use crate::{ConfigError, Quota};
 use std::time::Duration;
 
 /// GCRA, the generic cell rate algorithm (as go-redis/redis_rate and governor).
@@ -28,11 +27,6 @@ pub struct Gcra {
     burst: u64,
 }
 
-const LIMIT: [Invalid; 2] = count_errors!("limit");
-const BURST: [Invalid; 2] = count_errors!("burst");
-const PERIOD: [Invalid; 3] = window_errors!("period");
-const LONG_BURST: Invalid = invalid!("burst", "burst × period / limit must be at most 2^40 ms");
-
 impl Gcra {
     /// `limit` per `period` at a steady rate (`limit` 1 to 2^40; `period`
     /// whole ms, 1 ms to 2^40 ms), with a burst of `limit`.
@@ -41,9 +35,10 @@ impl Gcra {
     ///
     /// # Panics
     /// When a value is invalid (see [`try_new`](Self::try_new)); the message
-    /// names the field.
+    /// names the field, and the panic points at the caller.
+    #[track_caller]
     pub const fn new(limit: u64, period: Duration) -> Self {
-        or_panic!(Self::checked(limit, period))
+        or_panic(Self::checked(limit, period))
     }
 
     /// Like [`new`](Self::new), returning an error that names the invalid
@@ -75,6 +70,12 @@ impl Gcra {
         let interval = self.period_ms as f64 / self.limit as f64;
         schedule(self.burst, interval, LONG_BURST)?;
         Ok(self)
+    }
+
+    /// The limit as it reads on the wire (`RateLimit-Policy`): `limit`
+    /// per `period` (the burst is not part of it).
+    pub fn quota(&self) -> Quota {
+        self.to_spec().quota()
     }
 
     pub(super) fn to_spec(self) -> Spec {

@@ -45,7 +45,9 @@ impl Limits {
     /// `A-Z a-z 0-9 _ -`); add more with [`try_with`](Self::try_with).
     ///
     /// # Panics
-    /// When the name is invalid; see [`try_new`](Self::try_new).
+    /// When the name is invalid (see [`try_new`](Self::try_new)); the panic
+    /// points at the caller.
+    #[track_caller]
     pub fn new<A: Single>(name: &str, algorithm: A) -> Self {
         match Self::try_new(name, algorithm) {
             Ok(limits) => limits,
@@ -101,6 +103,8 @@ fn checked_name(name: &str) -> Result<Arc<str>, ConfigError> {
     Ok(name.into())
 }
 
+// `Spec` is the crate's own: see `sealed`.
+#[allow(private_interfaces)]
 impl Sealed for Limits {
     fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
         self.parts

@@ -36,21 +36,19 @@ mod concurrency;
 mod fixed_window;
 mod gcra;
 mod limits;
-mod quota;
 mod sliding_log;
 mod sliding_window;
 mod spec;
 pub(crate) mod validate;
 mod windows;
 
+pub use crate::quota::Quota;
 pub use buckets::{LeakyBucket, TokenBucket};
 pub use gcra::Gcra;
 pub use limits::{Limits, MAX_LIMITS};
-pub use quota::Quota;
 pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
 pub(crate) use spec::{Reply, Spec, State};
-pub(crate) use validate::{invalid, window as checked_window, window_errors, Invalid};
 
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm
 /// types of this module, or several of them as [`Limits`].
@@ -69,49 +67,110 @@ pub trait Algorithm: sealed::Sealed + Clone + std::fmt::Debug + Send + Sync + 's
 /// ```
 pub trait Single: Algorithm + Copy + sealed::One {}
 
+/// The crate's view of an algorithm: its [`Spec`]s. `Spec` is the crate's
+/// own, not public API; the traits are sealed (public, in a private
+/// module), so nobody outside can name, call or implement them, and their
+/// `Spec` in a public position is allowed here, and only here.
 pub(crate) mod sealed {
+    #![allow(private_interfaces)]
+
+    use super::{FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, Spec, TokenBucket};
     use std::sync::Arc;
 
     /// Gives the crate the algorithm's normalized parameters.
     pub trait Sealed {
         /// Each limit: its own name (`None` for a plain algorithm, whose
         /// limit takes the limiter's name) and its parameters. Never empty.
-        fn parts(&self) -> Vec<(Option<Arc<str>>, super::Spec)>;
+        fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)>;
     }
 
     /// Gives the crate a single algorithm's one spec.
     pub trait One {
-        fn spec(&self) -> super::Spec;
+        fn spec(&self) -> Spec;
+    }
+
+    impl Sealed for FixedWindow {
+        fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
+            vec![(None, self.to_spec())]
+        }
+    }
+
+    impl One for FixedWindow {
+        fn spec(&self) -> Spec {
+            self.to_spec()
+        }
+    }
+
+    impl Sealed for SlidingLog {
+        fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
+            vec![(None, self.to_spec())]
+        }
+    }
+
+    impl One for SlidingLog {
+        fn spec(&self) -> Spec {
+            self.to_spec()
+        }
+    }
+
+    impl Sealed for SlidingWindow {
+        fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
+            vec![(None, self.to_spec())]
+        }
+    }
+
+    impl One for SlidingWindow {
+        fn spec(&self) -> Spec {
+            self.to_spec()
+        }
+    }
+
+    impl Sealed for TokenBucket {
+        fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
+            vec![(None, self.to_spec())]
+        }
+    }
+
+    impl One for TokenBucket {
+        fn spec(&self) -> Spec {
+            self.to_spec()
+        }
+    }
+
+    impl Sealed for LeakyBucket {
+        fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
+            vec![(None, self.to_spec())]
+        }
+    }
+
+    impl One for LeakyBucket {
+        fn spec(&self) -> Spec {
+            self.to_spec()
+        }
+    }
+
+    impl Sealed for Gcra {
+        fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)> {
+            vec![(None, self.to_spec())]
+        }
+    }
+
+    impl One for Gcra {
+        fn spec(&self) -> Spec {
+            self.to_spec()
+        }
     }
 }
 
-macro_rules! single {
-    ($($ty:ty),*) => {$(
-        impl sealed::Sealed for $ty {
-            fn parts(&self) -> Vec<(Option<std::sync::Arc<str>>, Spec)> {
-                vec![(None, self.to_spec())]
-            }
-        }
-        impl sealed::One for $ty {
-            fn spec(&self) -> Spec {
-                self.to_spec()
-            }
-        }
-        impl Algorithm for $ty {}
-        impl Single for $ty {}
-        impl $ty {
-            /// The limit as it reads on the wire (`RateLimit-Policy`).
-            pub fn quota(&self) -> Quota {
-                self.to_spec().quota()
-            }
-        }
-    )*};
-}
-single!(
-    FixedWindow,
-    SlidingLog,
-    SlidingWindow,
-    TokenBucket,
-    LeakyBucket,
-    Gcra
-);
+impl Algorithm for FixedWindow {}
+impl Single for FixedWindow {}
+impl Algorithm for SlidingLog {}
+impl Single for SlidingLog {}
+impl Algorithm for SlidingWindow {}
+impl Single for SlidingWindow {}
+impl Algorithm for TokenBucket {}
+impl Single for TokenBucket {}
+impl Algorithm for LeakyBucket {}
+impl Single for LeakyBucket {}
+impl Algorithm for Gcra {}
+impl Single for Gcra {}

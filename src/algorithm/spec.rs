@@ -10,7 +10,7 @@ use std::time::Duration;
 /// trait needs it). Numbers are the exact values both the Lua code and the
 /// twin compute with.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Spec {
+pub(crate) enum Spec {
     FixedWindow {
         limit: u64,
         window_ms: u64,

@@ -32,14 +32,13 @@ impl From<Invalid> for ConfigError {
 /// An [`Invalid`] for a literal field and reason.
 macro_rules! invalid {
     ($field:literal, $reason:literal) => {
-        $crate::algorithm::validate::Invalid {
+        Invalid {
             field: $field,
             reason: $reason,
             message: concat!("invalid `", $field, "`: ", $reason),
         }
     };
 }
-pub(crate) use invalid;
 
 /// `?` for a `const fn`.
 macro_rules! tri {
@@ -52,71 +51,76 @@ macro_rules! tri {
 }
 pub(crate) use tri;
 
-/// The value of a `new` constructor, or its documented panic.
-macro_rules! or_panic {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => panic!("{}", e.message),
-        }
-    };
+/// The value of a `new` constructor, or its documented panic. With
+/// `#[track_caller]` here and on `new`, the panic (and a constant's compile
+/// error) points at the line that called `new`.
+#[track_caller]
+pub(crate) const fn or_panic<T: Copy>(checked: Result<T, Invalid>) -> T {
+    match checked {
+        Ok(v) => v,
+        Err(e) => panic!("{}", e.message),
+    }
 }
-pub(crate) use or_panic;
 
 /// The two ways a count (`limit`, `capacity`, `burst`) can be wrong.
 macro_rules! count_errors {
     ($field:literal) => {
         [
-            $crate::algorithm::validate::invalid!($field, "must be at least 1"),
-            $crate::algorithm::validate::invalid!($field, "must be at most 2^40"),
+            invalid!($field, "must be at least 1"),
+            invalid!($field, "must be at most 2^40"),
         ]
     };
 }
-pub(crate) use count_errors;
 
-/// The three ways a window (`window`, `period`) can be wrong.
+/// The three ways a window (`window`, `period`, ...) can be wrong.
 macro_rules! window_errors {
     ($field:literal) => {
         [
-            $crate::algorithm::validate::invalid!($field, "must be a whole number of milliseconds"),
-            $crate::algorithm::validate::invalid!($field, "must be at least 1 ms"),
-            $crate::algorithm::validate::invalid!(
-                $field,
-                "must be at most 2^40 ms (about 34 years)"
-            ),
+            invalid!($field, "must be a whole number of milliseconds"),
+            invalid!($field, "must be at least 1 ms"),
+            invalid!($field, "must be at most 2^40 ms (about 34 years)"),
         ]
     };
 }
-pub(crate) use window_errors;
 
 /// The three ways a rate per second can be wrong.
 macro_rules! rate_errors {
     ($field:literal) => {
         [
-            $crate::algorithm::validate::invalid!($field, "must be a finite number above 0"),
-            $crate::algorithm::validate::invalid!(
-                $field,
-                "is too small: one unit would take over 34 years"
-            ),
-            $crate::algorithm::validate::invalid!($field, "must be at most 2^40 per ms"),
+            invalid!($field, "must be a finite number above 0"),
+            invalid!($field, "is too small: one unit would take over 34 years"),
+            invalid!($field, "must be at most 2^40 per ms"),
         ]
     };
 }
-pub(crate) use rate_errors;
 
-/// The errors of the check named `count`, `window` or `rate`, for `field`.
-macro_rules! errors {
-    (count, $field:literal) => {
-        $crate::algorithm::validate::count_errors!($field)
-    };
-    (window, $field:literal) => {
-        $crate::algorithm::validate::window_errors!($field)
-    };
-    (rate, $field:literal) => {
-        $crate::algorithm::validate::rate_errors!($field)
-    };
-}
-pub(crate) use errors;
+// The errors of every checked field, by name: each message is fixed at
+// compile time.
+pub(crate) const LIMIT: [Invalid; 2] = count_errors!("limit");
+pub(crate) const CAPACITY: [Invalid; 2] = count_errors!("capacity");
+pub(crate) const BURST: [Invalid; 2] = count_errors!("burst");
+pub(crate) const WINDOW: [Invalid; 3] = window_errors!("window");
+pub(crate) const PERIOD: [Invalid; 3] = window_errors!("period");
+pub(crate) const COOL_DOWN: [Invalid; 3] = window_errors!("cool_down");
+pub(crate) const LEASE: [Invalid; 3] = window_errors!("lease");
+pub(crate) const REFILL_PER_SEC: [Invalid; 3] = rate_errors!("refill_per_sec");
+pub(crate) const LEAK_PER_SEC: [Invalid; 3] = rate_errors!("leak_per_sec");
+pub(crate) const FAILURES: Invalid = invalid!("failures", "must be at least 1");
+/// A bucket's full refill or drain beyond 2^40 ms.
+pub(crate) const LONG_REFILL: Invalid = invalid!(
+    "capacity",
+    "the time to refill or drain fully (1000 × capacity / rate ms) must be at most 2^40 ms"
+);
+pub(crate) const LONG_BURST: Invalid =
+    invalid!("burst", "burst × period / limit must be at most 2^40 ms");
+pub(crate) const LONG_LOG: Invalid = invalid!(
+    "limit",
+    "must be at most 2^16 for a sliding log (one entry per unit admitted): above, use a sliding window"
+);
+pub(crate) const WIDE_LOG: Invalid = invalid!(
+    "limit",
+    "limit × window (ms) must stay below 2^50 for a sliding log"
+);
 
 /// A count in 1..=2^40.
 pub(crate) const fn count(n: u64, [zero, big]: [Invalid; 2]) -> Result<u64, Invalid> {
@@ -169,116 +173,30 @@ pub(crate) const fn schedule(units: u64, interval_ms: f64, long: Invalid) -> Res
     }
 }
 
-/// Declares one of the algorithm config types: the struct, a `const fn new`
-/// that panics naming the field, a `try_new` that returns the error, and its
-/// normalized [`Spec`](super::Spec).
-macro_rules! config_type {
-    (
-        $(#[$meta:meta])*
-        $name:ident { $a:ident: $a_ty:ty = $a_check:ident($a_field:literal),
-                      $b:ident: $b_ty:ty = $b_check:ident($b_field:literal) $(,)? }
-        new($a_arg:ident: $a_arg_ty:ty, $b_arg:ident: $b_arg_ty:ty) $new_doc:literal
-        $(also $extra:expr;)?
-        spec($this:ident) $spec:expr
-    ) => {
-        $(#[$meta])*
-        pub struct $name {
-            $a: $a_ty,
-            $b: $b_ty,
-        }
-
-        impl $name {
-            #[doc = $new_doc]
-            ///
-            /// A `const fn`: in a constant, an invalid value does not compile.
-            ///
-            /// # Panics
-            /// When a value is invalid (see [`try_new`](Self::try_new)); the
-            /// message names the field.
-            pub const fn new($a_arg: $a_arg_ty, $b_arg: $b_arg_ty) -> Self {
-                $crate::algorithm::validate::or_panic!(Self::checked($a_arg, $b_arg))
-            }
-
-            /// Like [`new`](Self::new), returning an error that names the
-            /// invalid field instead of panicking.
-            ///
-            /// # Errors
-            /// A [`ConfigError`](crate::ConfigError) naming the field that is
-            /// out of bounds.
-            pub fn try_new($a_arg: $a_arg_ty, $b_arg: $b_arg_ty) -> Result<Self, $crate::ConfigError> {
-                Self::checked($a_arg, $b_arg).map_err($crate::ConfigError::from)
-            }
-
-            const fn checked(
-                $a_arg: $a_arg_ty,
-                $b_arg: $b_arg_ty,
-            ) -> Result<Self, $crate::algorithm::validate::Invalid> {
-                use $crate::algorithm::validate::{self as check, errors, tri};
-                let $this = Self {
-                    $a: tri!(check::$a_check($a_arg, errors!($a_check, $a_field))),
-                    $b: tri!(check::$b_check($b_arg, errors!($b_check, $b_field))),
-                };
-                $(tri!(($extra)(&$this));)?
-                Ok($this)
-            }
-
-            pub(super) fn to_spec(self) -> $crate::algorithm::Spec {
-                let $this = self;
-                $spec
-            }
-        }
-    };
+/// `limit` per `window`, the parameters of every window algorithm: the
+/// limit and the window in ms.
+pub(crate) const fn per_window(limit: u64, window_: Duration) -> Result<(u64, u64), Invalid> {
+    Ok((tri!(count(limit, LIMIT)), tri!(window(window_, WINDOW))))
 }
-pub(crate) use config_type;
 
-/// The window algorithms' config types: `limit` cost units per `window`.
-macro_rules! window_types {
-    ($($(#[$meta:meta])* $name:ident: $new_doc:literal $(, also $extra:expr)?;)*) => {$(
-        $crate::algorithm::validate::config_type! {
-            $(#[$meta])*
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-            $name { limit: u64 = count("limit"), window_ms: u64 = window("window") }
-            new(limit: u64, window: std::time::Duration) $new_doc
-            $(also $extra;)?
-            spec(t) $crate::algorithm::Spec::$name { limit: t.limit, window_ms: t.window_ms }
-        }
-    )*};
+/// `capacity` and a rate per second (whose errors are `rate_errors`), the
+/// parameters of both buckets: a full refill or drain within 2^40 ms.
+pub(crate) const fn bucket(
+    capacity: u64,
+    rate_per_sec: f64,
+    rate_errors: [Invalid; 3],
+) -> Result<(u64, f64), Invalid> {
+    let capacity = tri!(count(capacity, CAPACITY));
+    let rate_per_sec = tri!(rate(rate_per_sec, rate_errors));
+    tri!(schedule(capacity, 1000.0 / rate_per_sec, LONG_REFILL));
+    Ok((capacity, rate_per_sec))
 }
-pub(crate) use window_types;
-
-/// The bucket algorithms' config types: `capacity` units, and a rate per
-/// second (its argument `$rate`, its field name `$field`).
-macro_rules! bucket_types {
-    ($($(#[$meta:meta])* $name:ident($rate:ident = $field:literal): $new_doc:literal;)*) => {$(
-        $crate::algorithm::validate::config_type! {
-            $(#[$meta])*
-            #[derive(Debug, Clone, Copy, PartialEq)]
-            $name { capacity: u64 = count("capacity"), rate: f64 = rate($field) }
-            new(capacity: u64, $rate: f64) $new_doc
-            also Self::refill_in_bounds;
-            spec(t) $crate::algorithm::Spec::$name { capacity: t.capacity, rate: t.rate }
-        }
-
-        impl $name {
-            /// The time to refill (or drain) fully, at most 2^40 ms.
-            const fn refill_in_bounds(t: &Self) -> Result<(), $crate::algorithm::validate::Invalid> {
-                $crate::algorithm::validate::schedule(t.capacity, 1000.0 / t.rate, $crate::algorithm::validate::invalid!(
-                    "capacity",
-                    "the time to refill or drain fully (1000 × capacity / rate ms) must be at most 2^40 ms"
-                ))
-            }
-        }
-    )*};
-}
-pub(crate) use bucket_types;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const LIMIT: [Invalid; 2] = count_errors!("limit");
-    const WINDOW: [Invalid; 3] = window_errors!("window");
-    const RATE: [Invalid; 3] = rate_errors!("rate");
+    const RATE: [Invalid; 3] = REFILL_PER_SEC;
 
     #[test]
     fn messages_name_the_field() {

@@ -1,8 +1,13 @@
-use crate::algorithm::{checked_window, window_errors, Quota, Spec};
-use crate::failure::{CircuitState, FailurePolicy, FallbackDecider, FallbackKind, FallbackLimiter};
-use crate::limiter::{settings_methods, Ask, Core, Outcome, Pending, Plan, Settings};
+use crate::algorithm::validate::{self as check, LEASE};
+use crate::algorithm::Spec;
+use crate::clock::Clock;
+use crate::failure::{
+    CircuitBreaker, CircuitState, FailureEvent, FailurePolicy, FallbackDecider, FallbackKind,
+    FallbackLimiter,
+};
+use crate::limiter::{Ask, Core, Outcome, Pending, Plan, Settings};
 use crate::store::{Mode, Store};
-use crate::{ConfigError, Decision, Error, Reason};
+use crate::{ConfigError, Decision, Error, Quota, Reason};
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
@@ -263,7 +268,58 @@ pub struct ConcurrencyLimiterBuilder {
 }
 
 impl ConcurrencyLimiterBuilder {
-    settings_methods!();
+    /// The namespace of every key this limiter writes (default
+    /// `floodgate`); as [`LimiterBuilder::prefix`](crate::LimiterBuilder::prefix).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.settings.prefix = prefix.into();
+        self
+    }
+
+    /// The limiter's name (default `concurrency`); as
+    /// [`LimiterBuilder::name`](crate::LimiterBuilder::name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.settings.name = name.into();
+        self
+    }
+
+    /// Where the time of every decision comes from, instead of the store's
+    /// own; as [`LimiterBuilder::clock`](crate::LimiterBuilder::clock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.settings.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The longest a decision (acquire, release, peek) waits for the store
+    /// (default 100 ms); as [`LimiterBuilder::timeout`](crate::LimiterBuilder::timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.settings.timeout = timeout;
+        self
+    }
+
+    /// What to decide when the store fails or times out (default
+    /// [`FailurePolicy::FailOpen`]); a fallback must be a
+    /// [`ConcurrencyLimiter`]. See [`crate::failure`].
+    pub fn on_store_failure(mut self, policy: FailurePolicy) -> Self {
+        self.settings.policy = policy;
+        self
+    }
+
+    /// When to stop calling a failing store, and for how long; as
+    /// [`LimiterBuilder::circuit_breaker`](crate::LimiterBuilder::circuit_breaker).
+    pub fn circuit_breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.settings.breaker = breaker;
+        self
+    }
+
+    /// Call `hook` for every decision the store could not make; as
+    /// [`LimiterBuilder::failure_hook`](crate::LimiterBuilder::failure_hook).
+    pub fn failure_hook(
+        mut self,
+        hook: impl Fn(&FailureEvent<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.hook = Some(Arc::new(hook));
+        self
+    }
 
     /// How long a slot is held at most if never released (default 60 s;
     /// whole ms, 1 ms to 2^40 ms): longer than the slowest request.
@@ -283,7 +339,7 @@ impl ConcurrencyLimiterBuilder {
         if self.max == 0 || self.max > MAX_IN_FLIGHT {
             return Err(ConfigError::new("max", "must be between 1 and 2^20"));
         }
-        let lease_ms = checked_window(self.lease, window_errors!("lease"))?;
+        let lease_ms = check::window(self.lease, LEASE)?;
         let core = self.settings.core(FallbackKind::Concurrency, None)?;
         let spec = Spec::Concurrency {
             max: self.max,

@@ -1,7 +1,7 @@
 //! The circuit breaker: after enough consecutive store failures, stop calling
 //! the store for a cool-down, then let one probe through.
 
-use crate::algorithm::window_errors;
+use crate::algorithm::validate::{self as check, or_panic, Invalid, COOL_DOWN, FAILURES};
 use crate::ConfigError;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -62,12 +62,10 @@ impl CircuitBreaker {
     ///
     /// # Panics
     /// When a value is invalid (see [`try_new`](Self::try_new)); the message
-    /// names the field.
+    /// names the field, and the panic points at the caller.
+    #[track_caller]
     pub const fn new(failures: u32, cool_down: Duration) -> Self {
-        match Self::checked(failures, cool_down) {
-            Ok(b) => b,
-            Err(e) => panic!("{}", e.message),
-        }
+        or_panic(Self::checked(failures, cool_down))
     }
 
     /// Like [`new`](Self::new), returning an error that names the invalid
@@ -80,14 +78,11 @@ impl CircuitBreaker {
         Self::checked(failures, cool_down).map_err(ConfigError::from)
     }
 
-    const fn checked(
-        failures: u32,
-        cool_down: Duration,
-    ) -> Result<Self, crate::algorithm::Invalid> {
+    const fn checked(failures: u32, cool_down: Duration) -> Result<Self, Invalid> {
         if failures == 0 {
-            return Err(crate::algorithm::invalid!("failures", "must be at least 1"));
+            return Err(FAILURES);
         }
-        if let Err(e) = crate::algorithm::checked_window(cool_down, window_errors!("cool_down")) {
+        if let Err(e) = check::window(cool_down, COOL_DOWN) {
             return Err(e);
         }
         Ok(Self {

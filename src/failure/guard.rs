@@ -13,6 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Why a store that waits could not be called: a limiter over Redis needs a
+/// Tokio runtime (with its time driver, as `#[tokio::main]` has).
+const NO_RUNTIME: &str =
+    "no Tokio runtime: a store that waits (Redis) is called from within a Tokio runtime";
+
 /// At most one `warn` per limiter per this many ms.
 const WARN_EVERY_MS: u64 = 1000;
 
@@ -83,7 +88,13 @@ impl Guard {
         let Some(ticket) = self.breaker.try_acquire() else {
             return self.degrade(call, FailureKind::CircuitOpen, None).await;
         };
-        let error = match tokio::time::timeout(self.timeout, store).await {
+        // Timing the call needs a Tokio runtime: without one, a failure
+        // the policy answers, not a panic.
+        let answer = match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::time::timeout(self.timeout, store).await,
+            Err(_) => Ok(Err(StoreError::Unavailable(NO_RUNTIME.into()))),
+        };
+        let error = match answer {
             Ok(Ok(replies)) => {
                 if ticket.success() == Transition::Closed {
                     tracing::info!(

@@ -136,7 +136,7 @@ fn header_value(buf: Vec<u8>) -> Option<HeaderValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Quota;
+    use crate::Quota;
     use crate::{Decision, Reason};
     use proptest::prelude::*;
 

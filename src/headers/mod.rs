@@ -160,7 +160,7 @@ pub fn retry_after_secs(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::Quota;
+    use crate::Quota;
     use crate::{Decision, Reason};
 
     fn decision(degraded: bool) -> Decision {

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use crate::algorithm::Quota;
 use crate::Decision;
+use crate::Quota;
 
 /// One limit's decision for a request: what the header fields and rejection
 /// bodies report.

@@ -40,34 +40,6 @@ fn prefix_len(field: &'static str, family: &str, len: u8, max: u8) -> Result<u8,
     ))
 }
 
-/// `ipv4_prefix` and `ipv6_prefix` of an extractor with a `grouping`.
-macro_rules! grouping_methods {
-    () => {
-        /// Groups IPv4 addresses by their first `len` bits (1 to 32, default 32:
-        /// one key per address).
-        ///
-        /// # Errors
-        /// A [`ConfigError`] naming `ipv4_prefix` for a length outside that
-        /// range.
-        pub fn ipv4_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
-            self.grouping = self.grouping.with_v4(len)?;
-            Ok(self)
-        }
-
-        /// Groups IPv6 addresses by their first `len` bits (1 to 128, default
-        /// 64).
-        ///
-        /// # Errors
-        /// A [`ConfigError`] naming `ipv6_prefix` for a length outside that
-        /// range.
-        pub fn ipv6_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
-            self.grouping = self.grouping.with_v6(len)?;
-            Ok(self)
-        }
-    };
-}
-pub(crate) use grouping_methods;
-
 impl Grouping {
     pub(crate) fn with_v4(self, len: u8) -> Result<Self, ConfigError> {
         let v4 = prefix_len("ipv4_prefix", "IPv4", len, 32)?;

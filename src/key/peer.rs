@@ -85,7 +85,27 @@ impl PeerIp {
         Self::default()
     }
 
-    super::ip::grouping_methods!();
+    /// Groups IPv4 peer addresses by their first `len` bits (1 to 32, default
+    /// 32: one key per address).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `ipv4_prefix` for a length outside that
+    /// range.
+    pub fn ipv4_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
+        self.grouping = self.grouping.with_v4(len)?;
+        Ok(self)
+    }
+
+    /// Groups IPv6 peer addresses by their first `len` bits (1 to 128, default
+    /// 64: one key per typical site or home network).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `ipv6_prefix` for a length outside that
+    /// range.
+    pub fn ipv6_prefix(mut self, len: u8) -> Result<Self, ConfigError> {
+        self.grouping = self.grouping.with_v6(len)?;
+        Ok(self)
+    }
 }
 
 impl KeyExtractor for PeerIp {

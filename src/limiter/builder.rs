@@ -1,13 +1,17 @@
 //! What every limiter is built with: the store, the names, the clock, and
 //! what happens when the store fails. Both builders ([`LimiterBuilder`] and
-//! the concurrency limiter's) take these with the same methods.
+//! the concurrency limiter's) hold them as one [`Settings`], checked and
+//! turned into a limiter's core in one place, and set them with the same
+//! methods, written out on each.
 
 use super::core::Core;
 use super::deny_cache::DenyCache;
 use super::Limiter;
 use crate::algorithm::Algorithm;
 use crate::clock::Clock;
-use crate::failure::{self, CircuitBreaker, FailureHook, FailurePolicy, FallbackKind, Guard};
+use crate::failure::{
+    self, CircuitBreaker, FailureEvent, FailureHook, FailurePolicy, FallbackKind, Guard,
+};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::ConfigError;
@@ -104,76 +108,6 @@ fn validate_names(prefix: &str, name: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// The methods of the settings every limiter has, for a builder with a
-/// `settings: Settings` field: one vocabulary for every limiter.
-macro_rules! settings_methods {
-    () => {
-        /// The namespace of every key this limiter writes (default
-        /// `floodgate`). At most 64 bytes, no `{` or `}`.
-        pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-            self.settings.prefix = prefix.into();
-            self
-        }
-
-        /// The limiter's name: keys of limiters with different names never
-        /// collide, and it names the limit in headers and metrics.
-        /// 1 to 64 characters of `A-Z a-z 0-9 _ - .`.
-        pub fn name(mut self, name: impl Into<String>) -> Self {
-            self.settings.name = name.into();
-            self
-        }
-
-        /// Take the time of every decision from `clock` instead of the
-        /// store's own (Redis `TIME`, or a
-        /// [`MonotonicClock`](crate::clock::MonotonicClock) for memory). For
-        /// tests, a [`ManualClock`](crate::clock::ManualClock); in production
-        /// prefer the default, one time source for all app servers.
-        pub fn clock(mut self, clock: impl $crate::clock::Clock) -> Self {
-            self.settings.clock = Some(std::sync::Arc::new(clock));
-            self
-        }
-
-        /// The longest a decision waits for the store (default 100 ms,
-        /// [`DEFAULT_TIMEOUT`](crate::failure::DEFAULT_TIMEOUT); at least
-        /// 1 ms): the whole call, connection and code loading included. When
-        /// it passes, the [failure policy](Self::on_store_failure) decides.
-        /// A memory store never waits. See [`crate::failure`] for why 100 ms.
-        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.settings.timeout = timeout;
-            self
-        }
-
-        /// What to decide when the store fails or times out (default
-        /// [`FailurePolicy::FailOpen`](crate::failure::FailurePolicy::FailOpen)).
-        /// See [`crate::failure`] for how to choose.
-        pub fn on_store_failure(mut self, policy: $crate::failure::FailurePolicy) -> Self {
-            self.settings.policy = policy;
-            self
-        }
-
-        /// When to stop calling a failing store, and for how long (default 5
-        /// consecutive failures, 500 ms).
-        /// [`CircuitBreaker::disabled`](crate::failure::CircuitBreaker::disabled)
-        /// never stops calling it.
-        pub fn circuit_breaker(mut self, breaker: $crate::failure::CircuitBreaker) -> Self {
-            self.settings.breaker = breaker;
-            self
-        }
-
-        /// Call `hook` for every decision the store could not make, with
-        /// what the policy decided: the place for alerts. It runs on the
-        /// request's task: keep it short and non-blocking.
-        pub fn failure_hook(
-            mut self,
-            hook: impl Fn(&$crate::failure::FailureEvent<'_>) + Send + Sync + 'static,
-        ) -> Self {
-            self.settings.hook = Some(std::sync::Arc::new(hook));
-            self
-        }
-    };
-}
-pub(crate) use settings_methods;
-
 /// Builds a [`Limiter`]; see [`Limiter::builder`].
 #[must_use]
 pub struct LimiterBuilder<A> {
@@ -191,7 +125,67 @@ impl<A: Algorithm> LimiterBuilder<A> {
         }
     }
 
-    settings_methods!();
+    /// The namespace of every key this limiter writes (default
+    /// `floodgate`). At most 64 bytes, no `{` or `}`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.settings.prefix = prefix.into();
+        self
+    }
+
+    /// The limiter's name: keys of limiters with different names never
+    /// collide, and it names the limit in headers and metrics.
+    /// 1 to 64 characters of `A-Z a-z 0-9 _ - .`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.settings.name = name.into();
+        self
+    }
+
+    /// Take the time of every decision from `clock` instead of the store's
+    /// own (Redis `TIME`, or a [`MonotonicClock`](crate::clock::MonotonicClock)
+    /// for memory). For tests, a [`ManualClock`](crate::clock::ManualClock);
+    /// in production prefer the default, one time source for all app
+    /// servers.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.settings.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The longest a decision waits for the store (default 100 ms,
+    /// [`DEFAULT_TIMEOUT`](crate::failure::DEFAULT_TIMEOUT); at least 1 ms):
+    /// the whole call, connection and code loading included. When it
+    /// passes, the [failure policy](Self::on_store_failure) decides. A
+    /// memory store never waits. See [`crate::failure`] for why 100 ms.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.settings.timeout = timeout;
+        self
+    }
+
+    /// What to decide when the store fails or times out (default
+    /// [`FailurePolicy::FailOpen`]). See [`crate::failure`] for how to
+    /// choose.
+    pub fn on_store_failure(mut self, policy: FailurePolicy) -> Self {
+        self.settings.policy = policy;
+        self
+    }
+
+    /// When to stop calling a failing store, and for how long (default 5
+    /// consecutive failures, 500 ms). [`CircuitBreaker::disabled`] never
+    /// stops calling it.
+    pub fn circuit_breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.settings.breaker = breaker;
+        self
+    }
+
+    /// Call `hook` for every decision the store could not make, with what
+    /// the policy decided: the place for alerts. It runs on the request's
+    /// task: keep it short and non-blocking.
+    pub fn failure_hook(
+        mut self,
+        hook: impl Fn(&FailureEvent<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.hook = Some(Arc::new(hook));
+        self
+    }
 
     /// Answer denials locally (off by default): once a key is denied until
     /// some time, the same request (same key, same cost) is denied again

@@ -7,7 +7,7 @@ mod deny_cache;
 mod outcome;
 
 pub use self::builder::LimiterBuilder;
-pub(crate) use self::builder::{settings_methods, Settings};
+pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{AsOverall, Ask, Core, Plan};
 pub(crate) use self::outcome::Outcome;
 pub(crate) use crate::pending::Pending;

@@ -3,7 +3,8 @@
 
 use super::invoke::{Remote, Transport};
 use super::library::load_library;
-use crate::store::StoreError;
+use super::NO_RUNTIME;
+use crate::store::{Store, StoreError};
 use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
@@ -123,9 +124,15 @@ const OVERALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// [failure policy](crate::LimiterBuilder::on_store_failure) decides; calls
 /// for keys of the other shards go on, apart from the moment the whole
 /// cluster answers `CLUSTERDOWN`, which the retries above ride out.
+///
+/// Needs a Tokio runtime, with its time driver (`#[tokio::main]` has both):
+/// the connection is made on a Tokio task and calls are timed by Tokio.
+/// Called outside one, it does not panic: each decision fails with
+/// [`StoreError::Unavailable`], "no Tokio runtime", and the failure policy
+/// answers.
 #[derive(Clone)]
 pub struct RedisClusterStore {
-    remote: Remote<ClusterTransport>,
+    pub(super) remote: Remote<ClusterTransport>,
 }
 
 impl RedisClusterStore {
@@ -199,7 +206,17 @@ impl RedisClusterStore {
     }
 }
 
-super::remote_store!(RedisClusterStore);
+impl From<RedisClusterStore> for Store {
+    fn from(s: RedisClusterStore) -> Self {
+        Store::new(Arc::new(s.remote))
+    }
+}
+
+impl fmt::Debug for RedisClusterStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.remote.fmt(f)
+    }
+}
 
 /// After a failed connection attempt, calls fail at once for this long.
 const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
@@ -263,8 +280,11 @@ impl ClusterTransport {
                         return Err(StoreError::Unavailable(why.clone()))
                     }
                     Conn::Idle | Conn::Failed(..) => {
+                        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                            return Err(StoreError::Unavailable(NO_RUNTIME.into()));
+                        };
                         *state = Conn::Connecting;
-                        tokio::spawn(connect(self.client.clone(), cell.clone()));
+                        drop(rt.spawn(connect(self.client.clone(), cell.clone())));
                     }
                 }
             }

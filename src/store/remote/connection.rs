@@ -10,6 +10,7 @@
 
 use super::invoke::Transport;
 use super::library::load_library;
+use super::NO_RUNTIME;
 use crate::store::StoreError;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Cmd, RedisError, Value};
@@ -180,10 +181,13 @@ impl Shared {
                         Some((at, why)) if at.elapsed() < RECONNECT_INTERVAL => {
                             failed = Some(why.clone());
                         }
-                        _ => {
-                            st.connecting = true;
-                            tokio::spawn(Self::connect(this.clone(), i));
-                        }
+                        _ => match tokio::runtime::Handle::try_current() {
+                            Ok(rt) => {
+                                st.connecting = true;
+                                drop(rt.spawn(Self::connect(this.clone(), i)));
+                            }
+                            Err(_) => failed = Some(NO_RUNTIME.to_owned()),
+                        },
                     }
                 }
                 failed

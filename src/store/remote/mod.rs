@@ -13,12 +13,20 @@ pub use self::cluster::RedisClusterStore;
 
 use self::connection::Connections;
 use self::invoke::Remote;
+use crate::store::Store;
 use crate::ConfigError;
+use std::fmt;
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Default number of multiplexed connections a [`RedisStore`] shares.
 const DEFAULT_CONNECTIONS: usize = 2;
+
+/// Why a connection could not be made: the Redis stores make theirs on
+/// Tokio tasks.
+const NO_RUNTIME: &str =
+    "no Tokio runtime: the Redis stores make their connections on Tokio tasks, call them from within a Tokio runtime";
 
 /// Default bound on making one connection.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -49,6 +57,12 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// limiter's business: see [`crate::failure`].
 ///
 /// Cheap to clone: clones share the connections.
+///
+/// Needs a Tokio runtime, with its time driver (`#[tokio::main]` has both):
+/// connections are made on Tokio tasks and calls are timed by Tokio. Called
+/// outside one, it does not panic: each decision fails with
+/// [`StoreError::Unavailable`](crate::store::StoreError::Unavailable),
+/// "no Tokio runtime", and the failure policy answers.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), floodgate::ConfigError> {
@@ -110,30 +124,72 @@ impl RedisStore {
     }
 }
 
-/// What a store over a `Remote` (a field `remote`) is besides its own
-/// methods: a [`Store`], and its transport's `Debug`.
-macro_rules! remote_store {
-    ($name:ident) => {
-        impl From<$name> for $crate::store::Store {
-            fn from(s: $name) -> Self {
-                $crate::store::Store::new(std::sync::Arc::new(s.remote))
-            }
-        }
-
-        impl std::fmt::Debug for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                self.remote.fmt(f)
-            }
-        }
-    };
+impl From<RedisStore> for Store {
+    fn from(s: RedisStore) -> Self {
+        Store::new(Arc::new(s.remote))
+    }
 }
-use remote_store;
 
-remote_store!(RedisStore);
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.remote.fmt(f)
+    }
+}
 
 #[cfg(test)]
 mod tests {
+    use super::invoke::Transport;
     use super::*;
+    use crate::store::StoreError;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    /// The first poll of `f`, outside any Tokio runtime.
+    fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
+        pin!(f).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    /// Outside a Tokio runtime, a store that would make a connection
+    /// fails naming what is missing, instead of panicking in `tokio::spawn`.
+    #[test]
+    fn outside_a_runtime_no_connection_is_made() {
+        let cmd = redis::cmd("PING");
+        let store = RedisStore::from_url("redis://127.0.0.1:1").unwrap();
+        let cluster = RedisClusterStore::from_nodes(["redis://127.0.0.1:1"]).unwrap();
+        for sent in [
+            poll_once(store.remote.transport().send(&cmd, false)),
+            poll_once(cluster.remote.transport().send(&cmd, false)),
+        ] {
+            match sent {
+                Poll::Ready(Err(StoreError::Unavailable(why))) => {
+                    assert!(why.starts_with("no Tokio runtime"), "{why}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    /// Outside a Tokio runtime, a limiter over Redis decides by its failure
+    /// policy: an error naming the missing runtime, or failing open.
+    #[test]
+    fn outside_a_runtime_the_failure_policy_decides() {
+        use crate::algorithm::Gcra;
+        use crate::failure::FailurePolicy;
+        use crate::Limiter;
+        let store = RedisStore::from_url("redis://127.0.0.1:1").unwrap();
+        let gcra = Gcra::new(1, Duration::from_secs(1));
+        let strict = Limiter::builder(store.clone(), gcra)
+            .on_store_failure(FailurePolicy::ReturnError)
+            .build()
+            .unwrap();
+        match poll_once(strict.check("k", 1)) {
+            Poll::Ready(Err(e)) => assert!(e.to_string().contains("no Tokio runtime"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        let open = Limiter::new(store, gcra);
+        assert!(matches!(poll_once(open.check("k", 1)), Poll::Ready(Ok(_))));
+    }
 
     #[test]
     fn malformed_urls_name_the_field() {
