@@ -89,3 +89,8 @@ pub use error::{ConfigError, Error};
 pub use layer::{ConcurrencyLimitLayer, RateLimitLayer};
 pub use limiter::{Limiter, LimiterBuilder};
 pub use quota::Quota;
+
+// README's examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

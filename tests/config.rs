@@ -365,12 +365,12 @@ mod limits {
     use super::*;
 
     const ONE: FixedWindow = FixedWindow::new(1, SEC);
-    const BAD_NAME: &str = "must be 1 to 32 characters of A-Z a-z 0-9 _ -";
+    const BAD_NAME: &str = "must be 1 to 32 characters of A-Z a-z 0-9 _ - .";
 
-    /// Names a limit may not have: 1 to 32 of `A-Z a-z 0-9 _ -` only (no
-    /// `.`, unlike a limiter's name).
+    /// Names a limit may not have: 1 to 32 of `A-Z a-z 0-9 _ - .` only (the
+    /// characters a limiter's name may have).
     fn bad_names() -> Vec<String> {
-        let mut names: Vec<String> = ["", " ", "a b", "a.b", "a/b", "a:b", "{a}", "é", "a\0", "ß"]
+        let mut names: Vec<String> = ["", " ", "a b", "a/b", "a:b", "{a}", "é", "a\0", "ß"]
             .map(String::from)
             .into();
         names.push("a".repeat(33));
@@ -388,9 +388,9 @@ mod limits {
             // And `try_with` checks them the same way.
             rejected(Limits::new("first", ONE).try_with(&name, ONE), "name");
         }
-        let all = "azAZ09_-";
+        let all = "azAZ09_-.";
         let longest = "a".repeat(32);
-        for name in ["a", "Z", "0", "_", "-", all, &longest] {
+        for name in ["a", "Z", "0", "_", "-", ".", "a.b", all, &longest] {
             assert_eq!(Limits::try_new(name, ONE).unwrap(), Limits::new(name, ONE));
         }
     }

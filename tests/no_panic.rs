@@ -45,6 +45,7 @@ use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
+use floodgate::layer::predicate::{ServerErrors, Status};
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::concurrency::{ConcurrencyLimiter, Lease};
@@ -857,11 +858,6 @@ async fn layer_requests<A: Algorithm>(env: &Env, c: &LayerCase, own: A, other: A
             value.and_then(|v| v.parse().ok()).unwrap_or(1)
         }),
     };
-    rate = match c.counting {
-        0 => rate,
-        1 => rate.refund_when(|s| s.is_server_error()),
-        _ => rate.count_only_when(|s| s == StatusCode::UNAUTHORIZED),
-    };
     if c.custom_rejection {
         rate = rate.on_rejection(|r| {
             let mut res = r.default_response();
@@ -885,9 +881,14 @@ async fn layer_requests<A: Algorithm>(env: &Env, c: &LayerCase, own: A, other: A
         .route("/ok", get(|| async { "ok" }))
         .route("/unauthorized", get(|| async { StatusCode::UNAUTHORIZED }))
         .route("/fail", get(|| async { StatusCode::INTERNAL_SERVER_ERROR }))
-        .layer(RateLimitLayer::new(inner, Global::new()))
-        .layer(rate)
-        .layer(concurrency);
+        .layer(RateLimitLayer::new(inner, Global::new()));
+    // Each way of charging is a type of its own.
+    let app = match c.counting {
+        0 => app.layer(rate),
+        1 => app.layer(rate.refund_when(ServerErrors)),
+        _ => app.layer(rate.count_only_when(Status(StatusCode::UNAUTHORIZED))),
+    }
+    .layer(concurrency);
     for r in &c.requests {
         r.time.apply(&env.clock);
         let res = app.clone().oneshot(request(r)).await.unwrap();

@@ -247,7 +247,7 @@ async fn server_errors_are_refunded() {
             .route("/fail", get(|| async { StatusCode::INTERNAL_SERVER_ERROR }))
             .layer(
                 RateLimitLayer::new(limiter.clone(), Global::new())
-                    .refund_when(|s| s.is_server_error()),
+                    .refund_when(|s: StatusCode| s.is_server_error()),
             );
         let base = serve(app).await;
         for _ in 0..5 {
@@ -288,7 +288,7 @@ async fn only_failed_logins_are_counted() {
             )
             .layer(
                 RateLimitLayer::new(limiter.clone(), PeerIp::new())
-                    .count_only_when(|s| s == 401 || s == 403),
+                    .count_only_when(|s: StatusCode| s == 401 || s == 403),
             );
         let base = serve(app).await;
         let login = |pw: &'static str| reqwest::get(format!("{base}/login?password={pw}"));

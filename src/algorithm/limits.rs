@@ -42,7 +42,7 @@ pub const MAX_LIMITS: usize = 16;
 
 impl Limits {
     /// Limits whose first is `algorithm`, named `name` (1 to 32 characters of
-    /// `A-Z a-z 0-9 _ -`); add more with [`try_with`](Self::try_with).
+    /// `A-Z a-z 0-9 _ - .`); add more with [`try_with`](Self::try_with).
     ///
     /// # Panics
     /// When the name is invalid (see [`try_new`](Self::try_new)); the panic
@@ -59,7 +59,7 @@ impl Limits {
     ///
     /// # Errors
     /// A [`ConfigError`] naming `name` when it is not 1 to 32 characters of
-    /// `A-Z a-z 0-9 _ -`.
+    /// `A-Z a-z 0-9 _ - .`.
     pub fn try_new<A: Single>(name: &str, algorithm: A) -> Result<Self, ConfigError> {
         let name = checked_name(name)?;
         Ok(Self {
@@ -93,11 +93,10 @@ impl Limits {
 }
 
 fn checked_name(name: &str) -> Result<Arc<str>, ConfigError> {
-    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-');
-    if name.is_empty() || name.len() > 32 || !name.chars().all(ok) {
+    if name.is_empty() || name.len() > 32 || !name.chars().all(super::validate::is_name_char) {
         return Err(ConfigError::new(
             "name",
-            "must be 1 to 32 characters of A-Z a-z 0-9 _ -",
+            "must be 1 to 32 characters of A-Z a-z 0-9 _ - .",
         ));
     }
     Ok(name.into())

@@ -192,6 +192,12 @@ pub(crate) const fn bucket(
     Ok((capacity, rate_per_sec))
 }
 
+/// The characters of limiter and limit names (`A-Z a-z 0-9 _ - .`): both
+/// go into storage keys and header fields as they are.
+pub(crate) fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@
 //! | a sliding log | `limit` at most [`MAX_LOG`](crate::algorithm::MAX_LOG) (2^16: one entry per unit admitted), `limit` × `window` in ms below 2^50 | `limit` |
 //! | a bucket | the time to refill or drain fully, `capacity` / rate, at most 2^40 ms | `capacity` |
 //! | a GCRA burst | `burst` × `period` / `limit` at most 2^40 ms | `burst` |
-//! | the name of a limit in [`Limits`](crate::algorithm::Limits) | 1 to 32 characters of `A-Z a-z 0-9 _ -`, not used twice | `name` |
+//! | the name of a limit in [`Limits`](crate::algorithm::Limits) | 1 to 32 characters of `A-Z a-z 0-9 _ - .`, not used twice | `name` |
 //! | the limits of one [`Limits`](crate::algorithm::Limits) | at most [`MAX_LIMITS`](crate::algorithm::MAX_LIMITS) (16) | `limits` |
 //! | a limiter's prefix | at most 64 bytes, no `{` or `}` | `prefix` |
 //! | a limiter's name | 1 to 64 characters of `A-Z a-z 0-9 _ - .` | `name` |

@@ -75,7 +75,7 @@
 //!             "/login",
 //!             post(|| async { StatusCode::UNAUTHORIZED }).layer(
 //!                 RateLimitLayer::new(login, client_ip.clone())
-//!                     .count_only_when(|s| s == StatusCode::UNAUTHORIZED),
+//!                     .count_only_when(|s: StatusCode| s == StatusCode::UNAUTHORIZED),
 //!             ),
 //!         )
 //!         .layer(RateLimitLayer::new(api, client_ip)))

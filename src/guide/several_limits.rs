@@ -31,9 +31,9 @@
 //! // charged either.
 //! let d = limiter.check_all("ana", 1).await?;
 //! assert!(d.overall().denied());
-//! assert_eq!(&*d.each[1].name, "day");
-//! assert!(d.each[1].decision.allowed());
-//! assert_eq!(limiter.check_all("ana", 0).await?.each[1].decision.remaining(), 2);
+//! assert_eq!(d.each()[1].name(), "day");
+//! assert!(d.each()[1].decision().allowed());
+//! assert_eq!(limiter.check_all("ana", 0).await?.each()[1].decision().remaining(), 2);
 //!
 //! clock.advance(Duration::from_secs(2));
 //! assert!(limiter.check("ana", 1).await?.allowed());
@@ -49,7 +49,7 @@
 //! too. Through the layer, `RateLimit-Policy` lists every limit and
 //! `RateLimit` reports the most restrictive one. At most
 //! [`MAX_LIMITS`](crate::algorithm::MAX_LIMITS) (16) limits, of any
-//! algorithms, each named with 1 to 32 characters of `A-Z a-z 0-9 _ -`.
+//! algorithms, each named with 1 to 32 characters of `A-Z a-z 0-9 _ - .`.
 //!
 //! Limits on *different* keys (per IP and per user, per user and global) are
 //! stacked layers instead, and not atomic: see
@@ -90,8 +90,8 @@
 //! // Without HTTP:
 //! let d = limiter.check_with("acme", 1, &pro).await?;
 //! assert_eq!(d.overall().limit(), 100);
-//! assert_eq!(d.each[0].quota.units, 100); // what RateLimit-Policy reports
-//! assert_eq!(limiter.check("acme", 1).await?.limit, 10);
+//! assert_eq!(d.each()[0].quota().units, 100); // what RateLimit-Policy reports
+//! assert_eq!(limiter.check("acme", 1).await?.limit(), 10);
 //! # Ok(()) }
 //! ```
 //!
@@ -143,7 +143,7 @@
 //!     .name("login-failures")
 //!     .build()?;
 //! let one_at_a_time = ConcurrencyLimiter::builder(store, 1).name("login-in-flight").build()?;
-//! let count_failures = RateLimitLayer::new(failures, PeerIp::new()).count_only_when(|s| s == 401 || s == 403);
+//! let count_failures = RateLimitLayer::new(failures, PeerIp::new()).count_only_when(|s: http::StatusCode| s == 401 || s == 403);
 //! let app = Router::new()
 //!     .route("/login", post(login).layer(count_failures))
 //!     .layer(ConcurrencyLimitLayer::new(one_at_a_time, PeerIp::new())); // outside: runs first

@@ -31,6 +31,7 @@ mod concurrency;
 mod cost;
 mod future;
 mod gate;
+pub mod predicate;
 mod rate_limit;
 mod responder;
 mod service;

@@ -1,5 +1,6 @@
 //! What happens to a request's charge once its response is known.
 
+use super::predicate::StatusPredicate;
 use crate::limiter::Plan;
 use http::StatusCode;
 use std::fmt;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeniedByLimit;
 
-pub(crate) type StatusFn = Arc<dyn Fn(StatusCode) -> bool + Send + Sync>;
+pub(crate) type StatusFn = Arc<dyn StatusPredicate>;
 
 /// Which requests are charged.
 #[derive(Clone, Default)]
@@ -114,10 +115,10 @@ impl Counting {
         denied_inside: bool,
     ) -> Option<Act> {
         match self {
-            Counting::OnlyWhen(f) => (f(status) && !denied_inside).then_some(Act::Charge),
+            Counting::OnlyWhen(f) => (f.matches(status) && !denied_inside).then_some(Act::Charge),
             Counting::Always => (refund_inner && denied_inside).then_some(Act::Refund),
             Counting::RefundWhen(f) => {
-                (f(status) || (refund_inner && denied_inside)).then_some(Act::Refund)
+                (f.matches(status) || (refund_inner && denied_inside)).then_some(Act::Refund)
             }
         }
     }

@@ -98,7 +98,7 @@ fn validate_names(prefix: &str, name: &str) -> Result<(), ConfigError> {
             "must be at most 64 bytes without `{` or `}`",
         ));
     }
-    let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let name_ok = crate::algorithm::validate::is_name_char;
     if name.is_empty() || name.len() > MAX_NAME || !name.chars().all(name_ok) {
         return Err(ConfigError::new(
             "name",

@@ -41,9 +41,9 @@ use std::sync::Arc;
 /// let d = limiter.check("ana", 4).await?;
 /// assert!(d.allowed());
 /// assert_eq!(d.remaining(), 6);
-/// // peek: what check(key, 1) would say, consuming nothing.
-/// assert_eq!(limiter.peek("ana").await?.remaining(), 5);
-/// assert_eq!(limiter.peek("ana").await?.remaining(), 5);
+/// // peek: the key as it is now, consuming nothing.
+/// assert_eq!(limiter.peek("ana").await?.remaining(), 6);
+/// assert_eq!(limiter.peek("ana").await?.remaining(), 6);
 /// // A cost of 0 reports the state as it is.
 /// assert_eq!(limiter.check("ana", 0).await?.remaining(), 6);
 /// assert!(limiter.check("ana", 7).await?.denied());

@@ -9,7 +9,10 @@ use crate::layer::settle::Counting;
 use crate::{Decision, Limiter};
 use bytes::Bytes;
 use http::{HeaderValue, Response};
+use crate::layer::predicate::charging::{CountOnlyWhen, RefundWhen, Upfront};
+use crate::layer::predicate::StatusPredicate;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_layer::Layer;
@@ -20,6 +23,18 @@ use tower_layer::Layer;
 /// or answers at once (429, or `RESOURCE_EXHAUSTED` for gRPC).
 ///
 /// Small and cheap to clone: the configuration is shared.
+///
+/// Not tower's own `tower::limit::RateLimitLayer`: that one counts requests
+/// per service instance (one counter for all clients, in one process) and
+/// pushes back through `poll_ready`, so callers wait. This one counts per
+/// key (client IP, API key, user), shared by every app server through
+/// Redis, and answers a request over its limit at once (429), never making
+/// the caller wait.
+///
+/// Its third type parameter says how requests are charged
+/// ([`charging`](crate::layer::predicate::charging)): set by
+/// [`refund_when`](Self::refund_when) or
+/// [`count_only_when`](Self::count_only_when), at most one of them.
 ///
 /// ```
 /// use axum::{routing::get, Router};
@@ -32,14 +47,16 @@ use tower_layer::Layer;
 ///     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
 /// ```
 #[must_use = "a layer or extractor does nothing until it is used"]
-pub struct RateLimitLayer<K, A> {
+pub struct RateLimitLayer<K, A, C = Upfront> {
     pub(crate) config: Arc<RateLimitConfig<K, A>>,
+    /// How requests are charged: see [`charging`](crate::layer::predicate::charging).
+    charging: PhantomData<fn() -> C>,
 }
 
 pub(crate) type LimitsFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
 
 /// The configuration a [`RateLimitLayer`] shares with its services.
-pub struct RateLimitConfig<K, A> {
+pub(crate) struct RateLimitConfig<K, A> {
     pub(crate) limiter: Limiter<A>,
     pub(crate) extractor: K,
     pub(crate) pricing: Pricing,
@@ -64,10 +81,11 @@ impl<K: Clone, A> Clone for RateLimitConfig<K, A> {
     }
 }
 
-impl<K, A> Clone for RateLimitLayer<K, A> {
+impl<K, A, C> Clone for RateLimitLayer<K, A, C> {
     fn clone(&self) -> Self {
         Self {
             config: self.config.clone(),
+            charging: PhantomData,
         }
     }
 }
@@ -91,6 +109,50 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
                 refund_inner: true,
                 responder,
             }),
+            charging: PhantomData,
+        }
+    }
+
+    /// Give the charge back when the response's status matches (e.g.
+    /// server errors: [`ServerErrors`](crate::layer::predicate::ServerErrors)
+    /// or `|s| s.is_server_error()`), once the response is known. The
+    /// request was admitted at full cost: a burst never exceeds the limit;
+    /// the refund only makes room again afterwards. Predicates compose
+    /// ([`predicate`](crate::layer::predicate)); a layer that refunds cannot
+    /// also [`count_only_when`](Self::count_only_when).
+    pub fn refund_when<P: StatusPredicate>(self, p: P) -> RateLimitLayer<K, A, RefundWhen> {
+        self.map(|c| c.counting = Counting::RefundWhen(Arc::new(p)))
+            .charging()
+    }
+
+    /// Charge only requests whose response status matches (e.g. failed
+    /// logins: `Status(UNAUTHORIZED).or(Status(FORBIDDEN))`). Until then
+    /// the request is only tried: it is let through while the quota is not
+    /// used up (a denial here is counted in the metrics like any other),
+    /// and charged when its response matches. The rate-limit fields of a
+    /// response that is not charged say what remains without it. A layer
+    /// that counts only some responses cannot also
+    /// [`refund_when`](Self::refund_when).
+    ///
+    /// The race this opens: requests of one key that are in flight at the
+    /// same time all pass the trial before any is charged, so the limit can
+    /// be exceeded by at most the number of that key's requests in flight
+    /// at once (bound it with a concurrency limit if that matters).
+    pub fn count_only_when<P: StatusPredicate>(
+        self,
+        p: P,
+    ) -> RateLimitLayer<K, A, CountOnlyWhen> {
+        self.map(|c| c.counting = Counting::OnlyWhen(Arc::new(p)))
+            .charging()
+    }
+}
+
+impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
+    /// The same layer, charging as `D` says.
+    fn charging<D>(self) -> RateLimitLayer<K, A, D> {
+        RateLimitLayer {
+            config: self.config,
+            charging: PhantomData,
         }
     }
 
@@ -99,6 +161,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
         f(&mut config);
         Self {
             config: Arc::new(config),
+            charging: PhantomData,
         }
     }
 
@@ -147,33 +210,6 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
         F: Fn(RequestView<'_>) -> Option<A> + Send + Sync + 'static,
     {
         self.map(|c| c.limits_for = Some(Arc::new(f)))
-    }
-
-    /// Give the charge back when the response's status matches (e.g.
-    /// server errors: `|s| s.is_server_error()`), once the response is
-    /// known. The request was admitted at full cost: a burst never exceeds
-    /// the limit; the refund only makes room again afterwards.
-    pub fn refund_when<F>(self, f: F) -> Self
-    where
-        F: Fn(http::StatusCode) -> bool + Send + Sync + 'static,
-    {
-        self.map(|c| c.counting = Counting::RefundWhen(Arc::new(f)))
-    }
-
-    /// Charge only requests whose response status matches (e.g. failed
-    /// logins: `|s| s == 401 || s == 403`). Until then the layer only
-    /// peeks: a request is let through while the quota is not used up, and
-    /// charged when its response matches.
-    ///
-    /// The race this opens: requests of one key that are in flight at the
-    /// same time all pass the peek before any is charged, so the limit can
-    /// be exceeded by at most the number of that key's requests in flight
-    /// at once (bound it with a concurrency limit if that matters).
-    pub fn count_only_when<F>(self, f: F) -> Self
-    where
-        F: Fn(http::StatusCode) -> bool + Send + Sync + 'static,
-    {
-        self.map(|c| c.counting = Counting::OnlyWhen(Arc::new(f)))
     }
 
     /// Give this layer's charge back when a limit inside it (another
@@ -229,7 +265,7 @@ fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<HeaderValue> {
     policy_field(&reports)
 }
 
-impl<S, K, A> Layer<S> for RateLimitLayer<K, A> {
+impl<S, K, A, C> Layer<S> for RateLimitLayer<K, A, C> {
     type Service = RateLimit<S, K, A>;
 
     fn layer(&self, inner: S) -> Self::Service {
@@ -237,7 +273,7 @@ impl<S, K, A> Layer<S> for RateLimitLayer<K, A> {
     }
 }
 
-impl<K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimitLayer<K, A> {
+impl<K: fmt::Debug, A: fmt::Debug, C> fmt::Debug for RateLimitLayer<K, A, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("RateLimitLayer").field(&self.config).finish()
     }
