@@ -84,8 +84,12 @@ async fn several_limits_stay_all_or_nothing_under_concurrency() {
     let limiters: Vec<_> = (0..4)
         .map(|_| {
             let store = RedisStore::from_url(&redis.url()).unwrap();
+            // A store slower than the default 100 ms on a loaded machine
+            // is an error here, never a silent fail-open admission.
             Limiter::builder(store, limits.clone())
                 .clock(clock.clone())
+                .timeout(Duration::from_secs(10))
+                .on_store_failure(floodgate::failure::FailurePolicy::ReturnError)
                 .build()
                 .unwrap()
         })

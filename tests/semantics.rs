@@ -198,11 +198,12 @@ async fn cost_zero_and_peek_consume_nothing() {
     let t = both(TokenBucket::new(3, 1.0));
     assert_eq!(brief(t.at(0).check(0).await), allowed(3, 0, 0));
     t.at(0).check(2).await;
+    // A peek reports the key as it is: 1 left, full again in 2 s.
     for l in &t.limiters {
         let p = l.peek("k").await.unwrap();
-        assert_eq!(brief(p), allowed(0, 3000, 0));
+        assert_eq!(brief(p), allowed(1, 2000, 0));
         let p = l.peek("k").await.unwrap();
-        assert_eq!(brief(p), allowed(0, 3000, 0));
+        assert_eq!(brief(p), allowed(1, 2000, 0));
     }
     assert_eq!(brief(t.at(0).check(1).await), allowed(0, 3000, 0));
     assert_eq!(brief(t.at(0).check(1).await), denied(0, 3000, Some(1000)));
