@@ -2,7 +2,7 @@
 //! each with examples that run (`cargo test --doc` runs every one of them).
 //!
 //! This module holds no code, only documentation. Read it on
-//! [docs.rs](https://docs.rs/floodgate/latest/floodgate/guide/), or locally
+//! [docs.rs](https://docs.rs/tower-floodgate/latest/floodgate/guide/), or locally
 //! with `cargo doc --open`. The README says what floodgate is and how to try
 //! it; this guide says how to put it in front of a real service.
 //!
@@ -34,7 +34,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! floodgate = "0.1"
+//! tower-floodgate = "0.1" # imported as `floodgate`
 //! axum = "0.8"
 //! tokio = { version = "1", features = ["full"] }
 //! ```
