@@ -2,7 +2,8 @@
 //! with `/metrics` in the Prometheus text format.
 //!
 //! ```text
-//! cargo run --example prometheus
+//! cargo run --example prometheus                                   # in-memory store
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example prometheus  # Redis
 //! for i in $(seq 15); do curl -s -o /dev/null http://127.0.0.1:3000/; done
 //! curl -s http://127.0.0.1:3000/metrics | grep floodgate
 //! ```
