@@ -162,32 +162,46 @@ impl Trial {
     }
 }
 
-/// The leaky bucket's queue in one experiment, for the footnote: its
-/// longest wait and the most that left the queue in any 1-s span.
-fn queue_of(trials: &[Trial]) -> Option<(&'static str, Duration, usize)> {
-    trials
-        .iter()
-        .find_map(|t| t.queue.as_ref().map(|q| (t.name, q.longest_delay, q.worst)))
+/// The leaky bucket's queue in one experiment, for the footnote.
+struct QueueNote {
+    experiment: &'static str,
+    algorithm: &'static str,
+    longest_delay: Duration,
+    /// The most that left the queue in any 1-s span.
+    worst: usize,
+}
+
+impl QueueNote {
+    fn of(experiment: &'static str, trials: &[Trial]) -> Option<Self> {
+        trials.iter().find_map(|t| {
+            t.queue.as_ref().map(|q| QueueNote {
+                experiment,
+                algorithm: t.name,
+                longest_delay: q.longest_delay,
+                worst: q.worst,
+            })
+        })
+    }
 }
 
 /// The footnote under the tables, once: the leaky bucket admits what the
 /// token bucket admits, but holds each request in its queue until its turn.
-fn queue_footnote(queues: &[(&str, Option<(&'static str, Duration, usize)>)]) {
-    let Some(name) = queues.iter().find_map(|(_, q)| q.map(|q| q.0)) else {
+fn queue_footnote(notes: &[QueueNote]) {
+    let Some(first) = notes.first() else {
         return;
     };
     println!(
-        "\n{name} admits what TokenBucket admits, but each admitted request waits in its \
-         queue until its turn:"
+        "\n{} admits what TokenBucket admits, but each admitted request waits in its queue \
+         until its turn:",
+        first.algorithm
     );
-    for (experiment, q) in queues {
-        if let Some((_, longest, worst)) = q {
-            println!(
-                "  {experiment}: waits of at most {} ms; at most {worst} leave the queue in any \
-                 1-s span",
-                longest.as_millis()
-            );
-        }
+    for n in notes {
+        println!(
+            "  {}: waits of at most {} ms; at most {} leave the queue in any 1-s span",
+            n.experiment,
+            n.longest_delay.as_millis(),
+            n.worst
+        );
     }
 }
 
@@ -373,7 +387,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             (T0 + 990, T0 + 1010),
         ));
     }
-    let mut queues = vec![("the boundary burst", queue_of(&trials))];
+    let mut queues: Vec<QueueNote> = QueueNote::of("the boundary burst", &trials)
+        .into_iter()
+        .collect();
     figures.push(Figure {
         file: "boundary_burst.svg",
         title: "The boundary burst: 15 requests at t = 0.990 s, 15 at t = 1.010 s".into(),
@@ -401,7 +417,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         panels.push(o.panel(o.caption(times.len()), o.worst_span()));
     }
-    queues.push(("steady overload", queue_of(&trials)));
+    queues.extend(QueueNote::of("steady overload", &trials));
     figures.push(Figure {
         file: "steady_overload.svg",
         title: "Steady overload: 200 requests at random times over 10 s (about 20/s)".into(),
@@ -437,7 +453,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         panels.push(o.panel(o.caption(times.len()), o.worst_span()));
     }
-    queues.push(("burst, idle, burst", queue_of(&trials)));
+    queues.extend(QueueNote::of("burst, idle, burst", &trials));
     figures.push(Figure {
         file: "burst_idle_burst.svg",
         title: "Burst, idle, burst: a trickle of 4/s and three bursts of 25 requests in 48 ms"
