@@ -13,7 +13,8 @@
 //! client IP, exactly (sliding log), whatever the API key.
 //!
 //! ```text
-//! cargo run --example axum_costs
+//! cargo run --example axum_costs                                   # in-memory store
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example axum_costs  # Redis
 //! curl -i -H 'x-api-key: demo' http://127.0.0.1:3000/export
 //! curl -i -H 'x-api-key: pro_demo' http://127.0.0.1:3000/export
 //! ```
@@ -88,22 +89,27 @@ pub fn app(store: Store) -> Result<Router, ConfigError> {
     let logins = Limiter::builder(store, SlidingLog::new(5, Duration::from_secs(60)))
         .name("login")
         .build()?;
+    // `route_layer`, not `layer`: a method router's `.layer` also wraps its
+    // "405 Method Not Allowed" answer, so `GET /login` would be charged (and
+    // answered 429 once over the limit, instead of 405), and `POST /items`
+    // would be charged before being answered 405. `route_layer` charges
+    // only the requests a handler answers.
     Ok(Router::new()
         .route(
             "/items",
-            get(|| async { "items\n" }).layer(per_key.clone().cost(1)),
+            get(|| async { "items\n" }).route_layer(per_key.clone().cost(1)),
         )
         .route(
             "/search",
-            post(|| async { "results\n" }).layer(per_key.clone().cost(5)),
+            post(|| async { "results\n" }).route_layer(per_key.clone().cost(5)),
         )
         .route(
             "/export",
-            get(|| async { "export\n" }).layer(per_key.cost(20)),
+            get(|| async { "export\n" }).route_layer(per_key.cost(20)),
         )
         .route(
             "/login",
-            post(|| async { "welcome\n" }).layer(RateLimitLayer::new(logins, PeerIp::new())),
+            post(|| async { "welcome\n" }).route_layer(RateLimitLayer::new(logins, PeerIp::new())),
         )
         // Outermost: the plan is known before any limit is checked.
         .layer(middleware::from_fn(auth)))

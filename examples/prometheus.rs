@@ -2,7 +2,8 @@
 //! with `/metrics` in the Prometheus text format.
 //!
 //! ```text
-//! cargo run --example prometheus
+//! cargo run --example prometheus                                   # in-memory store
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example prometheus  # Redis
 //! for i in $(seq 15); do curl -s -o /dev/null http://127.0.0.1:3000/; done
 //! curl -s http://127.0.0.1:3000/metrics | grep floodgate
 //! ```
@@ -15,17 +16,34 @@ use floodgate::key::PeerIp;
 use floodgate::layer::RateLimitLayer;
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::Limiter;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// Buckets of `floodgate_decision_seconds`, in seconds: a Redis round trip
+/// from 0.1 ms up to the limiter's timeout (100 ms by default) and past it.
+pub const DECISION_BUCKETS: [f64; 11] = [
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+];
+
 /// Install the Prometheus recorder. Do it before building limiters: each
 /// registers its counters once, when built.
+///
+/// Without buckets this exporter renders a histogram as a summary
+/// (quantiles computed in this process), which Prometheus cannot add up
+/// across app servers; with buckets it is a Prometheus histogram, and
+/// `histogram_quantile(0.99, sum by (le) (rate(floodgate_decision_seconds_bucket[5m])))`
+/// is the latency over all of them.
 ///
 /// # Panics
 /// When another metrics recorder is installed already.
 pub fn install() -> PrometheusHandle {
     PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Full("floodgate_decision_seconds".into()),
+            &DECISION_BUCKETS,
+        )
+        .expect("buckets are not empty")
         .install_recorder()
         .expect("no other metrics recorder installed")
 }

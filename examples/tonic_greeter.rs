@@ -8,24 +8,27 @@
 //! response metadata.
 //!
 //! ```text
-//! cargo run --example tonic_greeter                                   # server, in-memory store
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example tonic_greeter  # server, Redis store
-//! cargo run --example tonic_greeter -- client                         # in another terminal
+//! cargo run --example tonic_greeter --features grpc                                   # server, in-memory store
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example tonic_greeter --features grpc  # server, Redis store
+//! cargo run --example tonic_greeter --features grpc -- client                         # in another terminal
 //! ```
+//!
+//! gRPC needs floodgate's `grpc` feature (off by default):
+//! `tower-floodgate = { version = "0.1", features = ["grpc"] }`. Without it
+//! the layer answers gRPC calls as HTTP (429) and `PeerIp` cannot read
+//! tonic's peer address.
 //!
 //! The client fires a burst of 8 calls with one key, prints each status and
 //! retry delay, waits as long as `RetryInfo` says, and calls again. `ADDR`
 //! (default `127.0.0.1:50051`) sets the address of both. No `protoc` needed:
 //! `pb/helloworld.rs` is the code generated from `pb/helloworld.proto`.
 
-#[cfg(feature = "grpc")]
 // Generated code, left as generated: not held to the crate\'s lints.
 #[allow(clippy::pedantic)]
 mod pb {
     include!("pb/helloworld.rs");
 }
 
-#[cfg(feature = "grpc")]
 mod greeter {
     use super::pb::greeter_client::GreeterClient;
     use super::pb::greeter_server::{Greeter, GreeterServer};
@@ -174,7 +177,6 @@ mod greeter {
     }
 }
 
-#[cfg(feature = "grpc")]
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     match std::env::args().nth(1).as_deref() {
@@ -182,9 +184,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         None | Some("server") => greeter::server().await,
         Some(other) => Err(format!("unknown mode {other:?}: use `client` or nothing").into()),
     }
-}
-
-#[cfg(not(feature = "grpc"))]
-fn main() {
-    eprintln!("this example needs floodgate's `grpc` feature (on by default)");
 }

@@ -36,6 +36,9 @@
 //!     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
 //! ```
 
+// docs.rs (`--cfg docsrs`, nightly) marks what needs a feature, e.g. the
+// gRPC answers ("Available on crate feature grpc only").
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Getters and builders whose result is obviously used: `#[must_use]` on each
 // would be noise. Methods returning `Self`, and the layer and extractor types,
 // are `#[must_use]`. (Here rather than in Cargo.toml, so that it holds even

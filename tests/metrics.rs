@@ -1,6 +1,7 @@
 //! The Prometheus example's `/metrics` shows floodgate's counters and its
-//! decision-latency histogram, with the right counts: on Redis every
-//! decision is timed; on the memory store decisions are counted, not timed.
+//! decision-latency histogram (in the example's buckets), with the right
+//! counts: on Redis every decision is timed; on the memory store decisions
+//! are counted, not timed.
 
 #[allow(dead_code)]
 #[path = "../examples/prometheus.rs"]
@@ -46,15 +47,22 @@ async fn counters_and_latency_histogram_reach_prometheus() {
         ),
         (14 - denied) as f64
     );
-    // The histogram (a summary by default in this exporter) counts every decision.
+    // The histogram counts every decision, in the example's buckets: a
+    // Prometheus histogram, not the summary (quantiles) this exporter
+    // renders when no buckets are set.
     assert_eq!(
         value(r#"floodgate_decision_seconds_count{limiter="per-ip"}"#),
         14.0
     );
-    assert!(
-        text.contains(r#"floodgate_decision_seconds{limiter="per-ip",quantile="0.99"}"#),
-        "{text}"
+    assert_eq!(
+        value(r#"floodgate_decision_seconds_bucket{limiter="per-ip",le="+Inf"}"#),
+        14.0
     );
+    for le in prometheus::DECISION_BUCKETS {
+        let bucket = format!(r#"floodgate_decision_seconds_bucket{{limiter="per-ip",le="{le}"}}"#);
+        assert!(value(&bucket) <= 14.0);
+    }
+    assert!(!text.contains("quantile="), "{text}");
 
     // A memory limiter: every decision counted, none timed.
     let memory = Limiter::builder(MemoryStore::new(), Gcra::new(2, Duration::from_secs(60)))

@@ -1,5 +1,5 @@
 //! Runs three experiments through all six algorithms, prints a table for
-//! each, and draws each as an SVG chart in `docs/charts/`.
+//! each, and with `--charts DIR` draws each as an SVG chart in `DIR`.
 //!
 //! The first two are the boundary burst (a burst straddling a window
 //! boundary) and the steady overload (10 s of overload at a steady rate),
@@ -7,13 +7,16 @@
 //! and bursts again over a steady trickle.
 //!
 //! ```text
-//! cargo run --example compare                             # in-memory store
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example compare   # Redis
-//! cargo run --example compare -- --no-charts              # tables only
+//! cargo run --example compare                                   # in-memory store, tables only
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example compare  # Redis
+//! cargo run --example compare -- --charts docs/charts           # and the charts of the guide
 //! ```
-//! `FLOODGATE_NO_CHARTS=1` skips the charts too.
-//! On Redis it writes keys under the prefix `floodgate-compare`, and deletes
-//! them before each run.
+//!
+//! The charts are the same bytes on every run with the same store (the
+//! subtitle names the store): the traffic is fixed, the clock is a
+//! `ManualClock`, and nothing in the drawing depends on time or on hash
+//! order. On Redis it writes keys under the prefix `floodgate-compare`, and
+//! deletes them before each run.
 
 mod charts;
 
@@ -25,7 +28,7 @@ use floodgate::clock::ManualClock;
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::{Decision, Limiter};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// A window boundary, and the origin of every experiment's times (the `T0`
@@ -65,7 +68,7 @@ fn burst_idle_burst_times() -> (Vec<u64>, Vec<(u64, u64)>) {
 
 /// One algorithm's run through one experiment, with everything the table
 /// and the chart show, computed once.
-struct Outcome {
+struct Trial {
     name: &'static str,
     decisions: Vec<Decision>,
     /// Times of the admitted requests.
@@ -85,7 +88,7 @@ struct Queue {
     longest_delay: Duration,
 }
 
-impl Outcome {
+impl Trial {
     fn new(name: &'static str, times: &[u64], decisions: Vec<Decision>) -> Self {
         let admitted: Vec<(u64, Duration)> = times
             .iter()
@@ -106,7 +109,7 @@ impl Outcome {
                 longest_delay: admitted.iter().map(|(_, d)| *d).max().unwrap_or_default(),
             }
         });
-        Outcome {
+        Trial {
             name,
             worst: worst_1s(&admitted_at),
             admitted_at,
@@ -159,19 +162,46 @@ impl Outcome {
     }
 }
 
-/// The leaky bucket's line under a table: it admits what the token bucket
-/// admits, but holds each request in its queue until its turn.
-fn queue_note(outcomes: &[Outcome]) {
-    for o in outcomes {
-        if let Some(q) = &o.queue {
-            println!(
-                "\n{}: each admitted request waits in the queue (at most {} ms), so at most {} \
-                 leave in any 1-s span",
-                o.name,
-                q.longest_delay.as_millis(),
-                q.worst
-            );
-        }
+/// The leaky bucket's queue in one experiment, for the footnote.
+struct QueueNote {
+    experiment: &'static str,
+    algorithm: &'static str,
+    longest_delay: Duration,
+    /// The most that left the queue in any 1-s span.
+    worst: usize,
+}
+
+impl QueueNote {
+    fn of(experiment: &'static str, trials: &[Trial]) -> Option<Self> {
+        trials.iter().find_map(|t| {
+            t.queue.as_ref().map(|q| QueueNote {
+                experiment,
+                algorithm: t.name,
+                longest_delay: q.longest_delay,
+                worst: q.worst,
+            })
+        })
+    }
+}
+
+/// The footnote under the tables, once: the leaky bucket admits what the
+/// token bucket admits, but holds each request in its queue until its turn.
+fn queue_footnote(notes: &[QueueNote]) {
+    let Some(first) = notes.first() else {
+        return;
+    };
+    println!(
+        "\n{} admits what TokenBucket admits, but each admitted request waits in its queue \
+         until its turn:",
+        first.algorithm
+    );
+    for n in notes {
+        println!(
+            "  {}: waits of at most {} ms; at most {} leave the queue in any 1-s span",
+            n.experiment,
+            n.longest_delay.as_millis(),
+            n.worst
+        );
     }
 }
 
@@ -235,36 +265,36 @@ impl Run {
         &mut self,
         client: &str,
         times: &[u64],
-    ) -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
-        let out = |name, decisions| Outcome::new(name, times, decisions);
+    ) -> Result<Vec<Trial>, Box<dyn std::error::Error>> {
+        let out = |name, decisions| Trial::new(name, times, decisions);
         Ok(vec![
             out(
-                "fixed window",
+                "FixedWindow",
                 self.decisions(FixedWindow::new(10, SEC), client, times)
                     .await?,
             ),
             out(
-                "sliding log",
+                "SlidingLog",
                 self.decisions(SlidingLog::new(10, SEC), client, times)
                     .await?,
             ),
             out(
-                "sliding counter",
+                "SlidingWindow",
                 self.decisions(SlidingWindow::new(10, SEC), client, times)
                     .await?,
             ),
             out(
-                "token bucket",
+                "TokenBucket",
                 self.decisions(TokenBucket::new(10, 10.0), client, times)
                     .await?,
             ),
             out(
-                "leaky bucket",
+                "LeakyBucket",
                 self.decisions(LeakyBucket::new(10, 10.0), client, times)
                     .await?,
             ),
             out(
-                "gcra",
+                "Gcra",
                 self.decisions(Gcra::new(10, SEC), client, times).await?,
             ),
         ])
@@ -288,22 +318,39 @@ fn worst_1s(accepted: &[u64]) -> (usize, u64) {
 }
 
 struct Options {
+    /// Where to draw the charts: `--charts DIR`; none without it.
     charts: Option<PathBuf>,
 }
 
 impl Options {
-    fn from_args() -> Self {
-        let no_charts = std::env::args().skip(1).any(|a| a == "--no-charts")
-            || std::env::var_os("FLOODGATE_NO_CHARTS").is_some();
-        Options {
-            charts: (!no_charts).then(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/charts")),
+    fn from_args() -> Result<Self, String> {
+        let mut charts = None;
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--charts" => {
+                    let dir = args
+                        .next()
+                        .ok_or("--charts needs a directory: --charts DIR")?;
+                    charts = Some(PathBuf::from(dir));
+                }
+                other => {
+                    return Err(format!(
+                        "unknown argument {other:?}: the only option is --charts DIR"
+                    ))
+                }
+            }
         }
+        Ok(Options { charts })
     }
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let opts = Options::from_args();
+    let opts = Options::from_args().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
     let mut run = Run::new()?;
     let store = if let Some(url) = &run.redis_url {
         println!("store: Redis at {url}\n");
@@ -322,9 +369,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "The boundary burst: limit 10 per second; 15 requests at t = 0.990 s, 15 at t = 1.010 s\n"
     );
     let times: Vec<u64> = [T0 + 990; 15].into_iter().chain([T0 + 1010; 15]).collect();
-    let outcomes = run.all("ana", &times).await?;
+    let trials = run.all("ana", &times).await?;
     let mut panels = Vec::new();
-    for o in &outcomes {
+    for o in &trials {
         let (first, second) = (o.admitted_of(0..15), o.admitted_of(15..30));
         println!(
             "{:16} allowed {first:2} at 0.990s + {second:2} at 1.010s = {:2} within 20 ms",
@@ -340,7 +387,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             (T0 + 990, T0 + 1010),
         ));
     }
-    queue_note(&outcomes);
+    let mut queues: Vec<QueueNote> = QueueNote::of("the boundary burst", &trials)
+        .into_iter()
+        .collect();
     figures.push(Figure {
         file: "boundary_burst.svg",
         title: "The boundary burst: 15 requests at t = 0.990 s, 15 at t = 1.010 s".into(),
@@ -357,9 +406,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "\nSteady overload: 200 requests at random times over 10 s (about 20/s) against 10/s\n"
     );
     let times = steady_overload_times();
-    let outcomes = run.all("bob", &times).await?;
+    let trials = run.all("bob", &times).await?;
     let mut panels = Vec::new();
-    for o in &outcomes {
+    for o in &trials {
         println!(
             "{:16} accepted {:3} of 200 in 10 s; most in any 1-s span: {}",
             o.name,
@@ -368,7 +417,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         panels.push(o.panel(o.caption(times.len()), o.worst_span()));
     }
-    queue_note(&outcomes);
+    queues.extend(QueueNote::of("steady overload", &trials));
     figures.push(Figure {
         file: "steady_overload.svg",
         title: "Steady overload: 200 requests at random times over 10 s (about 20/s)".into(),
@@ -387,9 +436,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
          25 in 48 ms at t = 1.600 s, 4.976 s (across the window boundary at 5 s) and 7.600 s\n",
         times.len()
     );
-    let outcomes = run.all("cat", &times).await?;
+    let trials = run.all("cat", &times).await?;
     let mut panels = Vec::new();
-    for o in &outcomes {
+    for o in &trials {
         let per_burst: Vec<String> = bursts
             .iter()
             .map(|&b| format!("{:2}", o.admitted_within(b)))
@@ -404,7 +453,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         panels.push(o.panel(o.caption(times.len()), o.worst_span()));
     }
-    queue_note(&outcomes);
+    queues.extend(QueueNote::of("burst, idle, burst", &trials));
     figures.push(Figure {
         file: "burst_idle_burst.svg",
         title: "Burst, idle, burst: a trickle of 4/s and three bursts of 25 requests in 48 ms"
@@ -418,9 +467,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         panels,
     });
     run.reset()?;
+    queue_footnote(&queues);
 
     match opts.charts {
-        None => println!("\ncharts: skipped (--no-charts or FLOODGATE_NO_CHARTS)"),
+        None => println!("\ncharts: not drawn (`-- --charts DIR` draws them in DIR)"),
         Some(dir) => {
             std::fs::create_dir_all(&dir)?;
             println!();

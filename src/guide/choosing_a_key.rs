@@ -30,7 +30,8 @@
 //! # }
 //! ```
 //!
-//! tonic's server puts the peer address in by itself (`TcpConnectInfo`).
+//! tonic's server puts the peer address in by itself (`TcpConnectInfo`);
+//! floodgate reads it with the `grpc` feature (`features = ["grpc"]`).
 //!
 //! # Clients behind proxies: `ClientIp`
 //!

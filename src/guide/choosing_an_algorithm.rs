@@ -32,8 +32,9 @@
 //!
 //! # What the differences look like
 //!
-//! `cargo run --example compare` runs the same traffic through all six and
-//! draws the charts in the repository's `docs/charts/`:
+//! `cargo run --example compare` runs the same traffic through all six;
+//! `cargo run --example compare -- --charts docs/charts` also draws the
+//! charts in the repository's `docs/charts/`:
 //!
 //! - `docs/charts/boundary_burst.svg`: 15 requests at t = 0.990 s and 15 at
 //!   t = 1.010 s against 10 per second. The fixed window admits 20 within
@@ -42,7 +43,7 @@
 //! - `docs/charts/steady_overload.svg`: 200 requests at random times over
 //!   10 s, twice the limit. All admit about the long-run rate (93 to 108),
 //!   but the most admitted in any one-second span differs: sliding log 10,
-//!   sliding counter 12, fixed window 17, and 19 for the token bucket, leaky
+//!   sliding window 12, fixed window 17, and 19 for the token bucket, leaky
 //!   bucket and GCRA, by design: a full bucket of 10, plus 10 refilled during
 //!   that second.
 //! - `docs/charts/burst_idle_burst.svg`: bursts between idle spells. The

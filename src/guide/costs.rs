@@ -43,9 +43,9 @@
 //!     .build()?;
 //! let per_key = RateLimitLayer::new(budget, Header::try_new("x-api-key")?);
 //! let app = Router::new()
-//!     .route("/items", get(|| async { "items" }).layer(per_key.clone()))
-//!     .route("/export", get(|| async { "export" }).layer(per_key.clone().cost(20)))
-//!     .route("/import", post(|| async { "imported" }).layer(per_key.cost(500)));
+//!     .route("/items", get(|| async { "items" }).route_layer(per_key.clone()))
+//!     .route("/export", get(|| async { "export" }).route_layer(per_key.clone().cost(20)))
+//!     .route("/import", post(|| async { "imported" }).route_layer(per_key.cost(500)));
 //!
 //! // Five exports spend the whole bucket.
 //! for _ in 0..5 {

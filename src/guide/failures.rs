@@ -52,8 +52,8 @@
 //!     .on_store_failure(FailurePolicy::FailClosed)
 //!     .build()?;
 //! let app = Router::new()
-//!     .route("/", get(|| async { "ok" }).layer(RateLimitLayer::new(api, Global::new())))
-//!     .route("/login", post(|| async { "welcome" }).layer(RateLimitLayer::new(login, Global::new())));
+//!     .route("/", get(|| async { "ok" }).route_layer(RateLimitLayer::new(api, Global::new())))
+//!     .route("/login", post(|| async { "welcome" }).route_layer(RateLimitLayer::new(login, Global::new())));
 //!
 //! // Failing open: served, without rate-limit headers (their numbers would be made up).
 //! let res = app.clone().oneshot(Request::get("/").body(Body::empty())?).await?;

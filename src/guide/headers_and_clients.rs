@@ -111,6 +111,9 @@
 //!    client's retries honour `grpc-retry-pushback-ms` (a negative value
 //!    means do not retry). floodgate never answers a gRPC client with HTTP 429,
 //!    which gRPC clients would read as `UNAVAILABLE` and retry at once.
+//!    The gRPC answers come with the `grpc` feature, off by default
+//!    (`tower-floodgate = { version = "0.1", features = ["grpc"] }`): without
+//!    it every request, gRPC or not, gets the HTTP answers.
 //!
 //! Browsers show JavaScript only a few response headers unless the server
 //! lists the others: if browser code on another origin calls your API, add

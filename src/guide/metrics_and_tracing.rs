@@ -12,7 +12,7 @@
 //! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied`, `reason` = [why](crate::Reason) (`within_limit`, `over_limit`, `cost_too_high`, `fail_open`, `fail_closed`) | the share denied, per limiter: a jump is an attack, a broken client, or a limit set too low; `cost_too_high` is a client asking for more than a limit can ever hold. Counts charges (checks, the layers' charges, acquires), not peeks, refunds or releases |
 //! | `floodgate_degraded_total` | counter | `limiter` | anything above zero: the store is failing and the [failure policy](super::failures) is deciding. Of the same charges, those the policy decided (a fallback limiter's are counted in `floodgate_decisions_total` under its own name too) |
 //! | `floodgate_cache_hits_total` | counter | `limiter` | denials answered by the [deny cache](super::redis_and_cluster#clients-that-keep-hammering-the-deny-cache) without calling the store (also counted in `floodgate_decisions_total` as denied) |
-//! | `floodgate_decision_seconds` | histogram | `limiter` | the time of every call to Redis (charges, peeks, refunds, releases), round trip included: well under a millisecond on a healthy local network; near the timeout (100 ms) means trouble. Redis stores only: a memory decision takes about 100 ns and is not timed |
+//! | `floodgate_decision_seconds` | histogram (rendered as a summary by the Prometheus exporter unless you set its buckets: see below) | `limiter` | the time of every call to Redis (charges, peeks, refunds, releases), round trip included: well under a millisecond on a healthy local network; near the timeout (100 ms) means trouble. Redis stores only: a memory decision takes about 100 ns and is not timed |
 //!
 //! **Install the recorder before building limiters.** Each limiter registers
 //! its counters once, when it is built, so that a decision does no lookup;
@@ -41,8 +41,35 @@
 //! # Ok(()) }
 //! ```
 //!
-//! `examples/prometheus.rs` is a whole app with `/metrics`
-//! (`cargo run --example prometheus`). Shadow-mode limiters (see
+//! **`floodgate_decision_seconds` in Prometheus: set its buckets.** floodgate
+//! records it as a `metrics` histogram; what the exporter makes of it is the
+//! exporter's choice. `metrics-exporter-prometheus` renders a histogram
+//! without buckets as a Prometheus *summary*: quantiles
+//! (`floodgate_decision_seconds{quantile="0.99"}`) computed in each process,
+//! which cannot be added up across your app servers. With buckets it renders
+//! a Prometheus histogram (`floodgate_decision_seconds_bucket{le="..."}`),
+//! and `histogram_quantile(0.99, sum by (le)
+//! (rate(floodgate_decision_seconds_bucket[5m])))` is the latency over all
+//! of them. Buckets from 0.1 ms to past the timeout:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+//!
+//! let prometheus = PrometheusBuilder::new()
+//!     .set_buckets_for_metric(
+//!         Matcher::Full("floodgate_decision_seconds".into()),
+//!         &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+//!     )?
+//!     .install_recorder()?;
+//! // Then build the limiters, and serve `prometheus.render()` on `/metrics`.
+//! # let _ = prometheus;
+//! # Ok(()) }
+//! ```
+//!
+//! `examples/prometheus.rs` is a whole app with `/metrics`, these buckets
+//! included (`cargo run --example prometheus`); its test checks the
+//! histogram on a real Redis. Shadow-mode limiters (see
 //! [`several_limits`](super::several_limits)) count their would-be denials
 //! in `floodgate_decisions_total` too: that is how to size a limit before
 //! enforcing it.

@@ -2,7 +2,7 @@
 //! each with examples that run (`cargo test --doc` runs every one of them).
 //!
 //! This module holds no code, only documentation. Read it on
-//! [docs.rs](https://docs.rs/floodgate/latest/floodgate/guide/), or locally
+//! [docs.rs](https://docs.rs/tower-floodgate/latest/floodgate/guide/), or locally
 //! with `cargo doc --open`. The README says what floodgate is and how to try
 //! it; this guide says how to put it in front of a real service.
 //!
@@ -34,7 +34,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! floodgate = "0.1"
+//! tower-floodgate = "0.1" # imported as `floodgate`
 //! axum = "0.8"
 //! tokio = { version = "1", features = ["full"] }
 //! ```
@@ -73,7 +73,7 @@
 //!         .route("/", get(|| async { "hello" }))
 //!         .route(
 //!             "/login",
-//!             post(|| async { StatusCode::UNAUTHORIZED }).layer(
+//!             post(|| async { StatusCode::UNAUTHORIZED }).route_layer(
 //!                 RateLimitLayer::new(login, client_ip.clone())
 //!                     .count_only_when(|s: StatusCode| s == StatusCode::UNAUTHORIZED),
 //!             ),
@@ -156,9 +156,13 @@
 //! - `Router::layer` covers every route added *before* it, and requests to
 //!   paths that match no route (a scanner probing for `/wp-admin` is
 //!   charged too, which is usually what you want);
-//! - `Router::route_layer` covers only requests that match a route;
-//! - `get(handler).layer(...)` covers one route, e.g. with its own cost (see
-//!   [`costs`]);
+//! - `Router::route_layer` covers only requests whose path matches a route
+//!   (a method the route does not answer, 405, is still charged);
+//! - `get(handler).route_layer(...)` covers one route, only the methods it
+//!   answers, e.g. with its own cost (see [`costs`]). Not
+//!   `get(handler).layer(...)`: that also wraps the route's 405 answer, so a
+//!   `POST` to a `get` route is charged, and answered 429 instead of 405
+//!   once the client is over the limit;
 //! - with several layers, **the one added last runs first**. A limit keyed
 //!   on what your auth layer found must run after it, so it is added
 //!   *before* the auth layer; an IP limit meant to slow down credential
@@ -166,7 +170,7 @@
 //!   [`choosing_a_key`](choosing_a_key#several-keys-per-request-stacked-layers)).
 //!
 //! Clones of a layer share its limiter: one limit can cover several routes
-//! through several `.layer(...)` calls.
+//! through several `.route_layer(...)` calls.
 
 pub mod behind_nginx;
 pub mod choosing_a_key;

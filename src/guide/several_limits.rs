@@ -145,7 +145,7 @@
 //! let one_at_a_time = ConcurrencyLimiter::builder(store, 1).name("login-in-flight").build()?;
 //! let count_failures = RateLimitLayer::new(failures, PeerIp::new()).count_only_when(|s: http::StatusCode| s == 401 || s == 403);
 //! let app = Router::new()
-//!     .route("/login", post(login).layer(count_failures))
+//!     .route("/login", post(login).route_layer(count_failures))
 //!     .layer(ConcurrencyLimitLayer::new(one_at_a_time, PeerIp::new())); // outside: runs first
 //! let attempt = |password: &'static str| {
 //!     let mut req = Request::post("/login").body(Body::from(password)).unwrap();

@@ -37,7 +37,8 @@ pub struct Rejection<'a> {
     /// What happened.
     pub kind: RejectionKind<'a>,
     /// Whether the request is gRPC (`content-type: application/grpc*`):
-    /// gRPC clients must get a gRPC status, never an HTTP 429.
+    /// gRPC clients must get a gRPC status, never an HTTP 429. Always
+    /// `false` without the `grpc` feature.
     pub grpc: bool,
     /// The header style the layer is configured with.
     pub style: HeaderStyle,
