@@ -40,6 +40,7 @@ mod quota;
 mod sliding_log;
 mod sliding_window;
 mod spec;
+mod usage;
 pub(crate) mod validate;
 mod windows;
 
@@ -50,6 +51,7 @@ pub use quota::Quota;
 pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
 pub(crate) use spec::{Reply, Spec, State};
+pub(crate) use usage::quota_used;
 pub(crate) use validate::{invalid, window as checked_window, window_errors, Invalid};
 
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm
