@@ -205,9 +205,10 @@ fn max_keys_holds_while_a_spray_passes_and_hot_keys_stay_exact() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    // The hot key's state lives longer than the spray's, so eviction (the
-    // entry closest to expiry among a sample) never picks it.
+    // The hot key has used over half its quota, the sprayed keys a tenth of
+    // theirs: eviction (the least quota used first) never picks it.
     const HOT_LIMIT: u64 = 1_000;
+    const HOT_FIRST: u64 = HOT_LIMIT / 2;
     let hot = Limiter::builder(
         store.clone(),
         FixedWindow::new(HOT_LIMIT, Duration::from_secs(86_400)),
@@ -218,9 +219,11 @@ fn max_keys_holds_while_a_spray_passes_and_hot_keys_stay_exact() {
     .unwrap();
     let checkpoints = (HOT_LIMIT as usize - 1).min(100);
     let every = (n / checkpoints).max(1);
-    let mut hot_used = 0;
+    let mut hot_used = HOT_FIRST;
     let mut most = 0;
     rt().block_on(async {
+        let d = hot.check("hot", HOT_FIRST).await.unwrap();
+        assert!(d.allowed && d.remaining == HOT_LIMIT - HOT_FIRST, "{d:?}");
         for i in 0..n {
             // A fresh key always fits: nothing is denied for lack of room.
             assert!(spray.check(&format!("user{i}"), 1).await.unwrap().allowed());
@@ -317,4 +320,59 @@ fn new_keys_cost_the_same_when_the_store_is_full() {
         "sweeps visited {per_key:.1} entries per new key"
     );
     assert!(store.len() <= MAX, "{} held", store.len());
+}
+
+/// A store entirely full of keys at their limit (limit 1: one request each)
+/// still admits every new key, at a bounded cost: making room looks at 16
+/// entries, and searches on for one with quota left within 16 entries per
+/// new key, so about 32 per new key even when no entry has any left. It
+/// then evicts keys at their limit, the least recently decided first: a
+/// key at its limit that keeps being tried is not evicted, and is never
+/// admitted again.
+#[test]
+fn a_store_full_of_keys_at_their_limit_evicts_the_least_recent_at_bounded_cost() {
+    const MAX: usize = 64_000;
+    const NEW: u64 = 64_000;
+    let store = MemoryStore::with_max_keys(NonZeroUsize::new(MAX).unwrap());
+    let clock = ManualClock::new(NOW);
+    // A day from `NOW` to the next window: the spray (1 ms per key) stays
+    // in one window.
+    let limiter = Limiter::builder(
+        store.clone(),
+        FixedWindow::new(1, Duration::from_secs(86_400)),
+    )
+    .clock(clock.clone())
+    .build()
+    .unwrap();
+    let rt = rt();
+    let mut next = 0;
+    let mut victim_admitted = 0;
+    let mut spray = |n: u64| {
+        rt.block_on(async {
+            for _ in 0..n {
+                next += 1;
+                clock.advance(Duration::from_millis(1));
+                let d = limiter.check(&format!("user{next}"), 1).await.unwrap();
+                assert!(d.allowed, "new key {next} denied");
+                if next % 100 == 0 && limiter.check("victim", 1).await.unwrap().allowed {
+                    victim_admitted += 1;
+                }
+            }
+        });
+    };
+    spray(MAX as u64 * 3 / 2);
+    let before = store.stats();
+    assert!(before.evicted_at_limit > 0, "{before:?}");
+    spray(NEW);
+    let after = store.stats();
+    let per_key = (after.searched - before.searched) as f64 / NEW as f64;
+    assert!(
+        per_key <= 34.0,
+        "evictions looked at {per_key:.1} entries per new key"
+    );
+    // Every new key evicted one at its limit: none had quota left.
+    assert_eq!(after.evicted_at_limit - before.evicted_at_limit, NEW);
+    assert_eq!(victim_admitted, 1, "the victim key was evicted");
+    assert!(store.len() <= MAX, "{} held", store.len());
+    println!("full of keys at their limit: {per_key:.1} entries looked at per new key");
 }

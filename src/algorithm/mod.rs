@@ -39,6 +39,7 @@ mod limits;
 mod sliding_log;
 mod sliding_window;
 mod spec;
+mod usage;
 pub(crate) mod validate;
 mod windows;
 
@@ -49,6 +50,7 @@ pub use limits::{Limits, MAX_LIMITS};
 pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
 pub(crate) use spec::{Reply, Spec, State};
+pub(crate) use usage::quota_used;
 
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm
 /// types of this module, or several of them as [`Limits`].

@@ -1,5 +1,6 @@
 //! The in-process store: the algorithms' Rust twins over sharded hash tables.
 
+mod evict;
 mod shard;
 
 use self::shard::{Hasher, Shard, Slot, Step, HASHED};
@@ -25,10 +26,52 @@ pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(1_000_000).unwrap()
 /// Concurrent: keys are spread over independently locked shards. Bounded:
 /// state a key no longer needs expires and is swept as the map grows, and at
 /// most `max_keys` keys are held (a little less when `max_keys` is not a
-/// multiple of the number of shards). When a new key arrives at that bound, the
-/// entry closest to expiry among a sample is evicted (like Redis'
-/// `volatile-ttl`): that can only loosen the limit of the evicted key, and
-/// never denies anybody for lack of room.
+/// multiple of the number of shards). A new key is never denied for lack of
+/// room: when its shard is full, one entry of the shard is evicted for it.
+///
+/// # Eviction
+///
+/// Evicting a key resets its limit (its next request is a fresh key's), so
+/// the store evicts what loosens limits least, in this order:
+///
+/// 1. an entry whose state is a fresh key's: nothing used, or expired;
+/// 2. the entry with the least of its quota used (fixed window: the count
+///    of the current window / limit; sliding log: the requests still in the
+///    window / limit; sliding window: the weighted estimate / limit; token
+///    bucket, leaky bucket, GCRA: the backlog left / capacity; concurrency:
+///    the leases alive / max), the least recently decided first among equals;
+/// 3. last, an entry at its limit (a request of cost 1 would be denied):
+///    the least recently decided (a denial counts: a key that keeps being
+///    tried stays recent), then the soonest to expire.
+///
+/// It looks at 16 entries from a random place in the shard and evicts the
+/// first of them in that order. If all 16 are at their limit, it searches on
+/// through the shard for one that is not, within a budget of 16 entries per
+/// new key (saved up to one whole shard while unused): a new key costs at
+/// most 32 entries looked at on average, even when the whole store is at
+/// its limit ([`MemoryStats::searched`] counts them).
+///
+/// What that means under a spray of new keys (an attacker rotating
+/// usernames to get more login attempts on one account):
+///
+/// - A key at its limit is never evicted while the sample or the search
+///   finds keys with quota left, which is always the case when the sprayed
+///   keys each make fewer requests than their limit: spraying any number of
+///   keys does not give a key at its limit one more request. The keys with
+///   quota left are what the spray evicts (often its own keys), and each of
+///   them loses only what it had used.
+/// - To get a key at its limit evicted, an attacker must first bring nearly
+///   every key of the key's shard to its limit, about `limit` requests for
+///   each of `max_keys` keys, and then outlast the key in recency: a key
+///   still being tried is evicted after those that are not.
+///   With a limit of 1, one request brings a key to its limit, so a spray
+///   of `max_keys` keys is enough. [`MemoryStats::evicted_at_limit`] counts
+///   these evictions; where it grows, raise `max_keys` or keep the state in
+///   Redis.
+///
+/// Recency is the time of the last decision, in ms: keys decided within the
+/// same ms are equally recent. Each entry's usage is read against the limit
+/// its namespace's keys were last written under.
 ///
 /// Cheap to clone: clones share the same state.
 ///
@@ -55,6 +98,14 @@ pub struct MemoryStats {
     pub swept: u64,
     /// Entries evicted so far to make room for new keys.
     pub evicted: u64,
+    /// Of those, entries that were at their limit (a request of cost 1
+    /// would have been denied): each of these evictions loosened a limit
+    /// that was denying. They happen only when the store is full of keys at
+    /// their limit (see [`MemoryStore`]'s eviction).
+    pub evicted_at_limit: u64,
+    /// Entries evictions looked at so far to choose what to evict: at most
+    /// 32 per evicted entry on average.
+    pub searched: u64,
 }
 
 struct Inner {
@@ -121,12 +172,16 @@ impl MemoryStore {
             keys: 0,
             swept: 0,
             evicted: 0,
+            evicted_at_limit: 0,
+            searched: 0,
         };
         for shard in &*self.inner.shards {
             let shard = lock(shard);
             stats.keys += shard.len();
             stats.swept += shard.swept;
-            stats.evicted += shard.evicted;
+            stats.evicted += shard.evictor.evicted;
+            stats.evicted_at_limit += shard.evictor.evicted_at_limit;
+            stats.searched += shard.evictor.searched;
         }
         stats
     }

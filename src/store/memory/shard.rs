@@ -1,14 +1,13 @@
 //! One shard of the memory store: a hash table of keys and their state,
-//! bounded by sweeping expired entries and evicting the soonest to expire.
+//! bounded by sweeping expired entries and evicting what loosens limits
+//! least (`evict.rs`).
 
+use super::evict::Evictor;
 use crate::algorithm::{Reply, Spec, State};
 use crate::store::Batch;
 use hashbrown::HashTable;
 use std::borrow::Cow;
 use std::hash::BuildHasher;
-
-/// How many entries an eviction looks at to find the one closest to expiry.
-const EVICTION_SAMPLE: usize = 16;
 
 /// Sweeps never run on maps smaller than this: sweeping tiny maps buys nothing.
 pub(super) const MIN_SWEEP: usize = 256;
@@ -18,8 +17,8 @@ pub(super) type Hasher = foldhash::fast::RandomState;
 /// A key in the store: its namespace's id and the user key, as is (or its
 /// hash when too long, with [`HASHED`] set in `ns`).
 #[derive(PartialEq, Eq)]
-struct Key {
-    ns: u64,
+pub(super) struct Key {
+    pub(super) ns: u64,
     user: Box<str>,
 }
 
@@ -34,9 +33,12 @@ pub(super) struct Slot<'a> {
     pub(super) user: Cow<'a, str>,
 }
 
-struct Entry {
-    state: Option<State>,
-    expires_at: u64,
+pub(super) struct Entry {
+    pub(super) state: Option<State>,
+    pub(super) expires_at: u64,
+    /// When a decision last read this key (ms), denials included: what
+    /// eviction's "least recently decided" compares.
+    pub(super) touched: u64,
 }
 
 pub(super) struct Shard {
@@ -47,10 +49,8 @@ pub(super) struct Shard {
     inserts: usize,
     /// Entries visited by sweeps, ever.
     pub(super) swept: u64,
-    /// Entries evicted to make room, ever.
-    pub(super) evicted: u64,
-    /// State of the generator that picks eviction samples (never 0).
-    rng: u64,
+    /// What to evict when full, and what was.
+    pub(super) evictor: Evictor,
 }
 
 /// What one decision of one key needs besides the key: the batch's cost,
@@ -72,8 +72,7 @@ impl Shard {
             sweep_at: MIN_SWEEP.min(max),
             inserts: 0,
             swept: 0,
-            evicted: 0,
-            rng: rng | 1,
+            evictor: Evictor::new(rng),
         }
     }
 
@@ -111,6 +110,7 @@ impl Shard {
         let (refund, may_write) = batch.mode.twin();
         let (cost, twin, lease) = (batch.cost, (refund, may_write && write), batch.lease);
         if let Some(entry) = self.get_mut(slot) {
+            entry.touched = now;
             if entry.expires_at <= now {
                 entry.state = None;
             }
@@ -124,13 +124,27 @@ impl Shard {
         let (reply, ttl) = spec.decide(&mut state, now, cost, twin, lease);
         if let (Some(ttl), Some(_)) = (ttl, &state) {
             let expires_at = now.saturating_add(ttl);
-            self.insert(hasher, slot, Entry { state, expires_at }, now, max);
+            let entry = Entry {
+                state,
+                expires_at,
+                touched: now,
+            };
+            self.insert(hasher, slot, spec, entry, (now, max));
         }
         reply
     }
 
-    fn insert(&mut self, hasher: &Hasher, slot: &Slot<'_>, entry: Entry, now: u64, max: usize) {
+    fn insert(
+        &mut self,
+        hasher: &Hasher,
+        slot: &Slot<'_>,
+        spec: &Spec,
+        entry: Entry,
+        (now, max): (u64, usize),
+    ) {
         self.make_room(now, max);
+        let buckets = self.table.num_buckets();
+        self.evictor.inserted(slot.ns, spec, buckets);
         let key = Key {
             ns: slot.ns,
             user: (*slot.user).into(),
@@ -154,53 +168,9 @@ impl Shard {
             self.inserts = 0;
         }
         while self.table.len() >= max {
-            if !self.evict_one() {
+            if !self.evictor.evict_one(&mut self.table, now) {
                 break;
             }
         }
-    }
-
-    /// Evict the entry closest to expiry among a few from a random place in
-    /// the table (Redis does the same with `volatile-ttl`): no key is more
-    /// likely to be sampled than another.
-    fn evict_one(&mut self) -> bool {
-        let buckets = self.table.num_buckets();
-        // Any start will do: only the low bits matter.
-        let start = usize::try_from(self.random() % buckets as u64).unwrap_or(0);
-        let mut victim: Option<(u64, usize)> = None;
-        let mut sampled = 0;
-        for i in 0..buckets {
-            let at = (start + i) % buckets;
-            if let Some((_, e)) = self.table.get_bucket(at) {
-                if victim.is_none_or(|(exp, _)| e.expires_at < exp) {
-                    victim = Some((e.expires_at, at));
-                }
-                sampled += 1;
-                if sampled == EVICTION_SAMPLE {
-                    break;
-                }
-            }
-        }
-        let Some((_, at)) = victim else {
-            return false;
-        };
-        match self.table.get_bucket_entry(at) {
-            Ok(found) => {
-                found.remove();
-                self.evicted += 1;
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// xorshift64: where eviction samples start.
-    fn random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng = x;
-        x
     }
 }
