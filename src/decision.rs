@@ -128,6 +128,7 @@ impl Decision {
 
     /// An admission within the limit: `limit` in all, `remaining` left,
     /// full again after `reset_after`.
+    #[must_use]
     pub fn within_limit(limit: u64, remaining: u64, reset_after: Duration) -> Self {
         Self::new(
             Reason::WithinLimit,
@@ -140,6 +141,7 @@ impl Decision {
     }
 
     /// A denial over the limit, to be retried after `retry_after`.
+    #[must_use]
     pub fn over_limit(
         limit: u64,
         remaining: u64,
@@ -158,6 +160,7 @@ impl Decision {
 
     /// A denial for a cost that exceeds the most the limit can ever hold:
     /// no wait would help, so there is no `retry_after`.
+    #[must_use]
     pub fn cost_too_high(limit: u64, remaining: u64, reset_after: Duration) -> Self {
         Self::new(
             Reason::CostTooHigh,
@@ -172,6 +175,7 @@ impl Decision {
     /// The same decision, marked as made in the store's place (by a failure
     /// policy, or by your own code when the store could not be asked): the
     /// header writers of [`headers`](crate::headers) then leave it out.
+    #[must_use]
     pub fn mark_degraded(self) -> Self {
         Self {
             degraded: true,

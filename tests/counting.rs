@@ -54,8 +54,9 @@ async fn failed_logins_only_are_charged_and_every_denial_is_counted() {
             }),
         )
         .route_layer(
-            RateLimitLayer::new(limiter.clone(), Global::new())
-                .count_only_when(Status(StatusCode::UNAUTHORIZED).or(Status(StatusCode::FORBIDDEN))),
+            RateLimitLayer::new(limiter.clone(), Global::new()).count_only_when(
+                Status(StatusCode::UNAUTHORIZED).or(Status(StatusCode::FORBIDDEN)),
+            ),
         );
     let base = serve(app).await;
     let login = |pw: &'static str| reqwest::get(format!("{base}/login?password={pw}"));
@@ -63,7 +64,11 @@ async fn failed_logins_only_are_charged_and_every_denial_is_counted() {
     // A successful login is not charged: its fields say all 3 remain.
     let ok = login("right").await.unwrap();
     assert_eq!(ok.status(), 200);
-    assert_eq!(remaining(&ok), 3, "an uncharged response reports what remains");
+    assert_eq!(
+        remaining(&ok),
+        3,
+        "an uncharged response reports what remains"
+    );
     assert_eq!(limiter.peek("global").await.unwrap().remaining(), 3);
 
     // A failed one is: its fields say 2 remain, and so does the store.
@@ -105,12 +110,24 @@ async fn a_refund_predicate_composes() {
         );
     let base = serve(app).await;
     // A 500 is given back, a 503 is not.
-    assert_eq!(reqwest::get(format!("{base}/fail")).await.unwrap().status(), 500);
+    assert_eq!(
+        reqwest::get(format!("{base}/fail")).await.unwrap().status(),
+        500
+    );
     eventually(async || limiter.peek("global").await.unwrap().remaining() == 10).await;
-    assert_eq!(reqwest::get(format!("{base}/shed")).await.unwrap().status(), 503);
+    assert_eq!(
+        reqwest::get(format!("{base}/shed")).await.unwrap().status(),
+        503
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(limiter.peek("global").await.unwrap().remaining(), 9);
     // A route that does not exist is not charged: the layer is a route layer.
-    assert_eq!(reqwest::get(format!("{base}/nowhere")).await.unwrap().status(), 404);
+    assert_eq!(
+        reqwest::get(format!("{base}/nowhere"))
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
     assert_eq!(limiter.peek("global").await.unwrap().remaining(), 9);
 }

@@ -271,7 +271,10 @@ fn kill_and_restart_fallback() {
         .filter(|r| r.degraded())
         .map(|r| r.outcome.unwrap())
         .collect();
-    assert!(degraded.iter().any(|d| d.allowed()), "the fallback admits");
+    assert!(
+        degraded.iter().any(floodgate::Decision::allowed),
+        "the fallback admits"
+    );
     assert!(
         degraded
             .iter()

@@ -223,7 +223,10 @@ fn max_keys_holds_while_a_spray_passes_and_hot_keys_stay_exact() {
     let mut most = 0;
     rt().block_on(async {
         let d = hot.check("hot", HOT_FIRST).await.unwrap();
-        assert!(d.allowed && d.remaining == HOT_LIMIT - HOT_FIRST, "{d:?}");
+        assert!(
+            d.allowed() && d.remaining() == HOT_LIMIT - HOT_FIRST,
+            "{d:?}"
+        );
         for i in 0..n {
             // A fresh key always fits: nothing is denied for lack of room.
             assert!(spray.check(&format!("user{i}"), 1).await.unwrap().allowed());
@@ -353,8 +356,8 @@ fn a_store_full_of_keys_at_their_limit_evicts_the_least_recent_at_bounded_cost()
                 next += 1;
                 clock.advance(Duration::from_millis(1));
                 let d = limiter.check(&format!("user{next}"), 1).await.unwrap();
-                assert!(d.allowed, "new key {next} denied");
-                if next % 100 == 0 && limiter.check("victim", 1).await.unwrap().allowed {
+                assert!(d.allowed(), "new key {next} denied");
+                if next % 100 == 0 && limiter.check("victim", 1).await.unwrap().allowed() {
                     victim_admitted += 1;
                 }
             }

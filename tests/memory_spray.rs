@@ -91,7 +91,7 @@ fn spray<A: Algorithm>(alg: A) -> Sprayed {
         .unwrap();
     let admitted = AtomicU64::new(0);
     let victim = |rt: &tokio::runtime::Runtime| {
-        if rt.block_on(limiter.check("victim", 1)).unwrap().allowed {
+        if rt.block_on(limiter.check("victim", 1)).unwrap().allowed() {
             admitted.fetch_add(1, Ordering::Relaxed);
         }
     };
@@ -110,7 +110,7 @@ fn spray<A: Algorithm>(alg: A) -> Sprayed {
                 while i < n {
                     let key = format!("spray{i}");
                     // A fresh key always fits: nothing is denied for lack of room.
-                    assert!(rt.block_on(limiter.check(&key, 1)).unwrap().allowed);
+                    assert!(rt.block_on(limiter.check(&key, 1)).unwrap().allowed());
                     mine += 1;
                     if mine % VICTIM_EVERY == 0 {
                         victim(&rt);

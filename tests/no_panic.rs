@@ -45,13 +45,13 @@ use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use floodgate::layer::predicate::{ServerErrors, Status};
 use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::concurrency::{ConcurrencyLimiter, Lease};
 use floodgate::failure::FailurePolicy;
 use floodgate::headers::{HeaderStyle, ResetUnit};
 use floodgate::key::{ClientIp, Global, Header, KeyExtractor, KeyRejection, PeerIp, ProxyHeader};
+use floodgate::layer::predicate::{ServerErrors, Status};
 use floodgate::layer::{ConcurrencyLimitLayer, Cost, RateLimitLayer};
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::{Decision, Decisions, Limiter, Reason};
@@ -402,7 +402,7 @@ fn charged_all(ds: &Decisions, cost: u64) -> Outcome {
     charged(ds.overall(), cost)?;
     prop_assert!((1..=MAX_LIMITS).contains(&ds.each().len()), "{ds:?}");
     for each in ds.each() {
-        charged(&each.decision(), cost)?;
+        charged(each.decision(), cost)?;
     }
     let all = ds.each().iter().all(|e| e.decision().allowed());
     prop_assert_eq!(ds.overall().allowed(), all, "{:?}", ds);
@@ -1111,7 +1111,10 @@ mod regressions {
             let (server, limiters) = on_both(&algorithm, 1 << 48);
             for (store, limiter) in limiters {
                 let d = limiter.check("k", burst).await;
-                assert!(d.as_ref().is_ok_and(|d| d.allowed()), "{store}: {d:?}");
+                assert!(
+                    d.as_ref().is_ok_and(floodgate::Decision::allowed),
+                    "{store}: {d:?}"
+                );
                 let d = limiter.check("k", 1).await.unwrap();
                 assert_eq!(d.reason(), Reason::OverLimit, "{store}: {d:?}");
                 let peek = limiter.peek("k").await.unwrap();

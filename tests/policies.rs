@@ -52,7 +52,7 @@ async fn several_limits_charge_all_or_nothing() {
         let d = limiter.check_all("ana", 1).await.unwrap();
         assert!(!d.overall().allowed());
         assert_eq!(d.overall().retry_after(), Some(Duration::from_secs(1)));
-        let minute = d.each().iter().find(|p| &*p.name() == "minute").unwrap();
+        let minute = d.each().iter().find(|p| p.name() == "minute").unwrap();
         assert!(minute.decision().allowed(), "minute alone would admit");
         assert_eq!(
             limiter.check_all("ana", 0).await.unwrap().each()[1]

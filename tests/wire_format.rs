@@ -368,7 +368,7 @@ fn legacy_epoch_seconds() {
 #[test]
 fn legacy_reports_the_most_restrictive_policy() {
     let a = allowed(9, 1_000);
-    let b = Decision::within_limit(5, 2, Duration::from_millis(4_000));
+    let b = Decision::within_limit(5, 2, Duration::from_secs(4));
     let reports = [
         LimitReport::new("a", quota(10, MINUTE), &a),
         LimitReport::new("b", quota(5, MINUTE), &b),

@@ -167,7 +167,7 @@ impl Guard {
         decision: Option<&Decision>,
     ) {
         let policy = self.policy.name();
-        let allowed = decision.map(|d| d.allowed());
+        let allowed = decision.map(crate::Decision::allowed);
         tracing::debug!(
             limiter = call.limiter,
             kind = kind.as_str(),

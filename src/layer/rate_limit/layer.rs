@@ -4,13 +4,13 @@ use crate::headers::{policy_field, HeaderStyle, LimitReport};
 use crate::key::{KeyExtractor, RequestView};
 use crate::layer::cost::Pricing;
 use crate::layer::gate::RateResponder;
+use crate::layer::predicate::charging::{CountOnlyWhen, RefundWhen, Upfront};
+use crate::layer::predicate::StatusPredicate;
 use crate::layer::responder::{Rejection, Responder};
 use crate::layer::settle::Counting;
 use crate::{Decision, Limiter};
 use bytes::Bytes;
 use http::{HeaderValue, Response};
-use crate::layer::predicate::charging::{CountOnlyWhen, RefundWhen, Upfront};
-use crate::layer::predicate::StatusPredicate;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -138,10 +138,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     /// same time all pass the trial before any is charged, so the limit can
     /// be exceeded by at most the number of that key's requests in flight
     /// at once (bound it with a concurrency limit if that matters).
-    pub fn count_only_when<P: StatusPredicate>(
-        self,
-        p: P,
-    ) -> RateLimitLayer<K, A, CountOnlyWhen> {
+    pub fn count_only_when<P: StatusPredicate>(self, p: P) -> RateLimitLayer<K, A, CountOnlyWhen> {
         self.map(|c| c.counting = Counting::OnlyWhen(Arc::new(p)))
             .charging()
     }
