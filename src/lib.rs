@@ -13,7 +13,7 @@
 //! counters, each decision one atomic call of floodgate's function library)
 //! or in this process ([`MemoryStore`](store::MemoryStore)). Both decide the
 //! same, decision by decision; the time comes from a [`clock`]. A
-//! [`ConcurrencyLimiter`](concurrency::ConcurrencyLimiter) bounds requests
+//! [`ConcurrencyLimiter`] bounds requests
 //! in flight per key, with its own layer.
 //!
 //! Every entry of both limiters takes one decision path: the limits are
@@ -72,6 +72,7 @@ pub mod algorithm;
 pub mod clock;
 pub mod concurrency;
 mod decision;
+mod decisions;
 mod error;
 pub mod failure;
 pub mod guide;
@@ -87,7 +88,8 @@ pub mod response;
 pub mod store;
 
 pub use concurrency::{ConcurrencyLimiter, ConcurrencyLimiterBuilder, Lease};
-pub use decision::{Decision, Decisions, LimitDecision, Reason};
+pub use decision::{Decision, Reason};
+pub use decisions::{Decisions, LimitDecision};
 pub use error::{ConfigError, Error};
 pub use layer::{ConcurrencyLimitLayer, RateLimitLayer};
 pub use limiter::{Limiter, LimiterBuilder};
