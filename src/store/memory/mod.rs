@@ -103,8 +103,10 @@ pub struct MemoryStats {
     /// that was denying. They happen only when the store is full of keys at
     /// their limit (see [`MemoryStore`]'s eviction).
     pub evicted_at_limit: u64,
-    /// Entries evictions looked at so far to choose what to evict: at most
-    /// 32 per evicted entry on average.
+    /// Entries evictions looked at so far to choose what to evict: up to 16 per
+    /// eviction, plus at most 16 per new key when samples held only keys
+    /// at their limit (the unused part of that budget is saved, up to one
+    /// shard's table).
     pub searched: u64,
 }
 
