@@ -38,8 +38,9 @@ pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(1_000_000).unwrap()
 /// 2. the entry with the least of its quota used (fixed window: the count
 ///    of the current window / limit; sliding log: the requests still in the
 ///    window / limit; sliding window: the weighted estimate / limit; token
-///    bucket, leaky bucket, GCRA: the backlog left / capacity; concurrency:
-///    the leases alive / max), the least recently decided first among equals;
+///    bucket, leaky bucket, GCRA: the backlog left / a full one, burst ×
+///    interval; concurrency: the leases alive / max), the least recently
+///    decided first among equals;
 /// 3. last, an entry at its limit (a request of cost 1 would be denied):
 ///    the least recently decided (a denial counts: a key that keeps being
 ///    tried stays recent), then the soonest to expire.
@@ -47,17 +48,18 @@ pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(1_000_000).unwrap()
 /// It looks at 16 entries from a random place in the shard and evicts the
 /// first of them in that order. If all 16 are at their limit, it searches on
 /// through the shard for one that is not, within a budget of 16 entries per
-/// new key (saved up to one whole shard while unused): a new key costs at
-/// most 32 entries looked at on average, even when the whole store is at
-/// its limit ([`MemoryStats::searched`] counts them).
+/// new key (saved up to one whole shard while unused): a new key costs
+/// about 32 entries looked at at most, on average, even when the whole
+/// store is at its limit ([`MemoryStats::searched`] counts them).
 ///
 /// What that means under a spray of new keys (an attacker rotating
 /// usernames to get more login attempts on one account):
 ///
 /// - A key at its limit is never evicted while the sample or the search
-///   finds keys with quota left, which is always the case when the sprayed
-///   keys each make fewer requests than their limit: spraying any number of
-///   keys does not give a key at its limit one more request. The keys with
+///   finds keys with quota left, which they do as long as such keys are not
+///   rare in the shard. When the sprayed keys each make fewer requests than
+///   their limit, they are most of it: spraying any number of such keys
+///   does not give a key at its limit one more request. The keys with
 ///   quota left are what the spray evicts (often its own keys), and each of
 ///   them loses only what it had used.
 /// - To get a key at its limit evicted, an attacker must first bring nearly
@@ -103,8 +105,10 @@ pub struct MemoryStats {
     /// that was denying. They happen only when the store is full of keys at
     /// their limit (see [`MemoryStore`]'s eviction).
     pub evicted_at_limit: u64,
-    /// Entries evictions looked at so far to choose what to evict: at most
-    /// 32 per evicted entry on average.
+    /// Entries evictions looked at so far to choose what to evict: up to 16 per
+    /// eviction, plus at most 16 per new key when samples held only keys
+    /// at their limit (the unused part of that budget is saved, up to one
+    /// shard's table).
     pub searched: u64,
 }
 
