@@ -148,7 +148,7 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     /// The key as it is now, consuming nothing: `remaining` is what remains
-    /// now (as `check(key, 0)` reports it, and as redis_rate's `AllowN`
+    /// now (as `check(key, 0)` reports it, and as `redis_rate`'s `AllowN`
     /// with n = 0 and upstash's `getRemaining` do), `reset_after` when the
     /// key is full again. A peek is always admitted, and is not counted in
     /// the metrics. Whether a request of cost `c` would fit now is
