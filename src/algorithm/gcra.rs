@@ -115,7 +115,13 @@ pub(super) fn virtual_schedule(
     let remaining = |b: f64| floor((tau - b + eps) / interval);
     let mut store = |b: f64| {
         if write {
-            *state = Some(State::Backlog { backlog: b, ts });
+            // In place when the key has its state already (the common
+            // case): replacing the `Option` would drop the old one first,
+            // a call of its own (24 instructions of ~800 a decision).
+            match state {
+                Some(State::Backlog { backlog, ts: at }) => (*backlog, *at) = (b, ts),
+                _ => *state = Some(State::Backlog { backlog: b, ts }),
+            }
         }
         write.then_some((ceil(b) + SLACK_MS) as u64)
     };
