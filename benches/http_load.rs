@@ -435,11 +435,8 @@ fn main() {
                         .and_then(|r| support::process_cpu(r.pid()))
                         .unwrap_or_default()
                 };
-                let redis_calls = |command: &str| {
-                    redis
-                        .as_ref()
-                        .map_or(0, |r| r.command_stats(command).0)
-                };
+                let redis_calls =
+                    |command: &str| redis.as_ref().map_or(0, |r| r.command_stats(command).0);
                 let srv0 = support::threads_cpu("srv").unwrap_or_default();
                 let io0 = support::threads_syscalls("srv").unwrap_or_default();
                 let cli0 = support::threads_cpu("cli").unwrap_or_default();
