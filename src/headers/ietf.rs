@@ -38,7 +38,7 @@ pub(crate) fn limit_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     let report = most_restrictive(reports)?;
     let (r, t) = (report.decision.remaining(), ceil_secs(report.wait()));
     let name = report.name;
-    if name.as_bytes().iter().all(plain) {
+    if name.bytes().all(plain) {
         // The usual name, nothing to escape: written once, into a buffer of
         // its exact length, which the value then takes without a copy (a
         // `Vec` with room to spare would cost `Bytes` a second allocation).
@@ -66,8 +66,8 @@ pub(crate) fn limit_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
 }
 
 /// Printable ASCII other than `"` and `\`: a name byte written as is.
-fn plain(b: &u8) -> bool {
-    matches!(b, b'\x20'..=b'\x7e') && *b != b'"' && *b != b'\\'
+fn plain(b: u8) -> bool {
+    matches!(b, b'\x20'..=b'\x7e') && b != b'"' && b != b'\\'
 }
 
 /// One list item: the name as an RFC 9651 String (sanitized as
@@ -75,7 +75,7 @@ fn plain(b: &u8) -> bool {
 /// parameters, saturated at 15 digits.
 fn push_item(buf: &mut Vec<u8>, name: &str, a: (u8, u64), b: (u8, u64)) {
     buf.extend_from_slice(b"\"");
-    if name.as_bytes().iter().all(plain) {
+    if name.bytes().all(plain) {
         // The usual name: nothing to escape or replace.
         buf.extend_from_slice(name.as_bytes());
     } else {
