@@ -38,84 +38,60 @@ pub(crate) fn limit_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     let report = most_restrictive(reports)?;
     let (r, t) = (report.decision.remaining(), ceil_secs(report.wait()));
     let name = report.name;
-    // On the stack when it fits (names are short), then copied once into
-    // the value.
-    let mut small = Small::default();
-    if name.len() * 2 + ITEM_OVERHEAD <= small.bytes.len() {
-        push_item(&mut small, name, (b'r', r), (b't', t));
-        return HeaderValue::from_bytes(small.as_slice()).ok();
+    if name.bytes().all(plain) {
+        // The usual name, nothing to escape: written once, into a buffer of
+        // its exact length, which the value then takes without a copy (a
+        // `Vec` with room to spare would cost `Bytes` a second allocation).
+        let mut digits = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (r, t) = (
+            digits.0.format(r.min(MAX_INTEGER)),
+            digits.1.format(t.min(MAX_INTEGER)),
+        );
+        let mut buf = Vec::with_capacity(name.len() + r.len() + t.len() + 8);
+        for part in [
+            b"\"",
+            name.as_bytes(),
+            b"\";r=",
+            r.as_bytes(),
+            b";t=",
+            t.as_bytes(),
+        ] {
+            buf.extend_from_slice(part);
+        }
+        return header_value(buf);
     }
     let mut buf = Vec::new();
     push_item(&mut buf, name, (b'r', r), (b't', t));
     header_value(buf)
 }
 
-/// Quotes, and two parameters of at most 15 digits with their `;k=`.
-const ITEM_OVERHEAD: usize = 2 + 2 * (3 + 15);
-
-/// Where an item is written.
-trait Sink {
-    fn put(&mut self, bytes: &[u8]);
-}
-
-impl Sink for Vec<u8> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-}
-
-/// A buffer on the stack for a one-item field.
-struct Small {
-    bytes: [u8; 128],
-    len: usize,
-}
-
-impl Default for Small {
-    fn default() -> Self {
-        Self {
-            bytes: [0; 128],
-            len: 0,
-        }
-    }
-}
-
-impl Small {
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl Sink for Small {
-    fn put(&mut self, bytes: &[u8]) {
-        // The caller checked that the item fits.
-        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
+/// Printable ASCII other than `"` and `\`: a name byte written as is.
+fn plain(b: u8) -> bool {
+    matches!(b, b'\x20'..=b'\x7e') && b != b'"' && b != b'\\'
 }
 
 /// One list item: the name as an RFC 9651 String (sanitized as
 /// [`LimitReport`] documents, `"` and `\` escaped), then two Integer
 /// parameters, saturated at 15 digits.
-fn push_item(buf: &mut impl Sink, name: &str, a: (u8, u64), b: (u8, u64)) {
-    buf.put(b"\"");
-    let plain = |b: &u8| matches!(b, b'\x20'..=b'\x7e') && *b != b'"' && *b != b'\\';
-    if name.as_bytes().iter().all(plain) {
+fn push_item(buf: &mut Vec<u8>, name: &str, a: (u8, u64), b: (u8, u64)) {
+    buf.extend_from_slice(b"\"");
+    if name.bytes().all(plain) {
         // The usual name: nothing to escape or replace.
-        buf.put(name.as_bytes());
+        buf.extend_from_slice(name.as_bytes());
     } else {
         for c in name.chars() {
             match c {
-                '"' | '\\' => buf.put(&[b'\\', c as u8]),
-                '\x20'..='\x7e' => buf.put(&[c as u8]),
-                _ => buf.put(b"_"),
+                '"' | '\\' => buf.extend_from_slice(&[b'\\', c as u8]),
+                '\x20'..='\x7e' => buf.extend_from_slice(&[c as u8]),
+                _ => buf.extend_from_slice(b"_"),
             }
         }
     }
-    buf.put(b"\"");
+    buf.extend_from_slice(b"\"");
     let mut digits = itoa::Buffer::new();
     for (key, value) in [a, b] {
-        buf.put(&[b';', key, b'=']);
-        buf.put(digits.format(value.min(MAX_INTEGER)).as_bytes());
+        buf.extend_from_slice(&[b';', key, b'=']);
+        buf.extend_from_slice(digits.format(value.min(MAX_INTEGER)).as_bytes());
     }
 }
 
