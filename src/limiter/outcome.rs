@@ -157,12 +157,10 @@ pub(super) fn none() -> crate::Error {
 }
 
 /// What the limits of one call add up to, not yet read as a [`Decision`]:
-/// one limit's reply stays as the store wrote it until the caller reads it,
-/// in the place it returns it to (see [`Outcome`] for why). The reply
-/// comes first, in a fixed layout, so that every copy of a `Overall` copies
-/// it in the pieces it was written in.
+/// one limit's reply stays as the store wrote it until the caller reads it.
+/// (It was `#[repr(C)]`; without it, 684 → 677 instructions a GCRA decision
+/// and the same wall-clock ratios to governor in three interleaved runs.)
 #[derive(Debug, Clone, Copy)]
-#[repr(C)]
 pub(crate) struct Overall {
     reply: Reply,
     /// The decision instead of the reply, when it was not the store's alone
