@@ -44,11 +44,13 @@
 // are `#[must_use]`. (Here rather than in Cargo.toml, so that it holds even
 // when clippy is run with `-W clippy::pedantic`.)
 #![allow(clippy::must_use_candidate)]
-// The steps of a memory-store decision (~80 ns) are `#[inline(always)]`
-// (`limiter/core.rs`, `limiter/decided.rs`, `pending.rs`, the replies): left
-// to itself the compiler keeps some out of line, and each copy of a result
-// that is not built in place stalls the CPU; BENCHMARKS.md measures it
-// (10 % slower with plain `#[inline]`).
+// The steps of a memory-store decision are `#[inline(always)]`
+// (`limiter/core.rs`, `limiter/outcome.rs`, `limiter/mod.rs`, `pending.rs`,
+// the replies): left to itself the compiler keeps some of them out of line.
+// Measured 2026-12-01 (`benches/memory.rs`, issue 16): with plain
+// `#[inline]` instead, 684 -> 806 instructions a GCRA decision (callgrind),
+// and 1.25-1.29x -> 1.43-1.46x governor's time on one thread (two
+// interleaved runs of 5 rounds on a quiet machine).
 #![allow(clippy::inline_always)]
 // Cargo.toml allows these for tests and benchmarks (see the reasons there);
 // the library keeps them: only algorithm/ allows the casts again, for its

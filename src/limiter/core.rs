@@ -177,16 +177,9 @@ impl Core {
             lease: ask.lease,
         };
         if tracing::enabled!(tracing::Level::DEBUG) {
-            return self.traced(ask, &batch, asked, finish);
+            return self.traced(ask.counted, &batch, asked, finish);
         }
-        match self.store.decide(&batch) {
-            // By reference: the replies are read where the store wrote them.
-            Answer::One(ref reply) => {
-                self.ready(ask, cost, asked, std::slice::from_ref(reply), finish)
-            }
-            Answer::PerTarget(ref replies) => self.ready(ask, cost, asked, replies, finish),
-            Answer::Later(store) => self.later((store, None), ask, (cost, asked), finish),
-        }
+        self.answer(ask.counted, &batch, asked, finish, None)
     }
 
     /// [`decide`](Self::decide) inside a debug span, for a debug listener.
@@ -195,7 +188,7 @@ impl Core {
     #[inline(never)]
     fn traced<F: Finish>(
         self: &Arc<Self>,
-        ask: &Ask<'_>,
+        counted: bool,
         batch: &Batch<'_>,
         asked: Option<u64>,
         finish: F,
@@ -203,21 +196,31 @@ impl Core {
         let span = tracing::debug_span!(
             "floodgate.decide",
             limiter = %self.name,
-            limits = ask.plan.names.len(),
-            mode = ask.mode.as_str(),
+            limits = batch.targets.len(),
+            mode = batch.mode.as_str(),
             cost = batch.cost,
         );
-        match span.in_scope(|| self.store.decide(batch)) {
-            Answer::One(ref reply) => span.in_scope(|| {
-                let replies = std::slice::from_ref(reply);
-                self.ready(ask, batch.cost, asked, replies, finish)
-            }),
-            Answer::PerTarget(ref replies) => {
-                span.in_scope(|| self.ready(ask, batch.cost, asked, replies, finish))
+        let entered = span.clone();
+        entered.in_scope(|| self.answer(counted, batch, asked, finish, Some(span)))
+    }
+
+    /// The store's answer to `batch`, read where the store wrote it: ready
+    /// at once, or a decision under way (inside `span`, if any).
+    #[inline(always)]
+    fn answer<F: Finish>(
+        self: &Arc<Self>,
+        counted: bool,
+        batch: &Batch<'_>,
+        asked: Option<u64>,
+        finish: F,
+        span: Option<tracing::Span>,
+    ) -> Pending<F::Output> {
+        match self.store.decide(batch) {
+            Answer::One(ref reply) => {
+                self.ready(counted, batch, asked, std::slice::from_ref(reply), finish)
             }
-            Answer::Later(store) => {
-                self.later((store, Some(span)), ask, (batch.cost, asked), finish)
-            }
+            Answer::PerTarget(ref replies) => self.ready(counted, batch, asked, replies, finish),
+            Answer::Later(store) => self.later(store, span, counted, batch, asked, finish),
         }
     }
 
@@ -225,32 +228,34 @@ impl Core {
     #[inline(always)]
     fn ready<F: Finish>(
         &self,
-        ask: &Ask<'_>,
-        cost: u64,
+        counted: bool,
+        batch: &Batch<'_>,
         asked: Option<u64>,
         replies: &[Reply],
         finish: F,
     ) -> Pending<F::Output> {
-        let Some(decided) = Outcome::replied(replies) else {
+        let Some(outcome) = Outcome::replied(replies) else {
             return Pending::ready(Err(super::outcome::none()));
         };
-        self.record(ask.mode, ask.counted, ask.key, cost, asked, &decided);
-        Pending::ready(Ok(finish.finish(decided)))
+        self.record(batch.mode, counted, batch.key, batch.cost, asked, &outcome);
+        Pending::ready(Ok(finish.finish(outcome)))
     }
 
-    /// A decision under way: the store's future inside the guard, owning
-    /// what the failure policy needs.
+    /// A decision under way: the store's future inside the guard (and
+    /// `span`, if any), owning what the failure policy needs.
     #[inline(never)]
     fn later<F: Finish>(
         self: &Arc<Self>,
-        (store, span): (StoreFuture, Option<tracing::Span>),
-        ask: &Ask<'_>,
-        (cost, asked): (u64, Option<u64>),
+        store: StoreFuture,
+        span: Option<tracing::Span>,
+        counted: bool,
+        batch: &Batch<'_>,
+        asked: Option<u64>,
         finish: F,
     ) -> Pending<F::Output> {
-        let specs: SmallVec<[Spec; 1]> = ask.plan.targets.iter().map(|t| t.spec).collect();
-        let (key, lease) = (ask.key.to_owned(), ask.lease.to_owned());
-        let (mode, counted, core) = (ask.mode, ask.counted, self.clone());
+        let specs: SmallVec<[Spec; 1]> = batch.targets.iter().map(|t| t.spec).collect();
+        let (key, lease) = (batch.key.to_owned(), batch.lease.to_owned());
+        let (mode, cost, core) = (batch.mode, batch.cost, self.clone());
         let decision = async move {
             let started = crate::clock::ticks();
             let call = Call {
@@ -264,9 +269,9 @@ impl Core {
             let each = core.guard.call(store, &call).await;
             core.metrics
                 .timed(crate::clock::ticks().saturating_duration_since(started));
-            let decided = Outcome::of(each?)?;
-            core.record(mode, counted, &key, cost, asked, &decided);
-            Ok(finish.finish(decided))
+            let outcome = Outcome::of(each?)?;
+            core.record(mode, counted, &key, cost, asked, &outcome);
+            Ok(finish.finish(outcome))
         };
         Pending::later(boxed(decision, span))
     }
