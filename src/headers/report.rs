@@ -18,6 +18,7 @@ use crate::Quota;
 /// bodies alike, so a client can match them up: `"café"` is sent as
 /// `"caf_"`. Quotes and backslashes are kept (they are escaped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LimitReport<'a> {
     /// The limit's name, `"default"` unless configured.
     pub name: &'a str,

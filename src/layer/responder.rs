@@ -33,6 +33,7 @@ pub enum RejectionKind<'a> {
 /// would be written. Given to a custom handler set with `on_rejection` on
 /// either layer.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Rejection<'a> {
     /// What happened.
     pub kind: RejectionKind<'a>,

@@ -31,6 +31,10 @@ use tower_layer::Layer;
 /// Redis, and answers a request over its limit at once (429), never making
 /// the caller wait.
 ///
+/// Its services run on Tokio, as axum's and tonic's do: the leaky bucket's
+/// delay is a Tokio timer, so a runtime with its time driver is required
+/// (polling a response future outside one panics, as any Tokio timer does).
+///
 /// Its third type parameter says how requests are charged
 /// ([`charging`](crate::layer::predicate::charging)): set by
 /// [`refund_when`](Self::refund_when) or
