@@ -240,58 +240,27 @@ impl<A: Algorithm> Limiter<A> {
         self.inner.core.run(self.ask(plan, key, cost, mode))
     }
 
-    /// Start charging `cost` to `key` under `plan`, as [`check`](Self::check)
-    /// does: the layer's decision for a request charged at once.
+    /// Start what a layer asks of this limiter for a request (`plan`: its
+    /// limits when resolved per request, else the limiter's own).
     #[inline(always)]
-    pub(crate) fn start_check(
+    pub(crate) fn start_for_layer(
         &self,
         plan: Option<&Plan>,
         key: &str,
         cost: u64,
+        call: LayerCall,
     ) -> Pending<Outcome> {
-        self.start(plan, key, cost, Mode::Check)
-    }
-
-    /// Start the trial of a request charged only once its response is known:
-    /// decided as a check of `cost`, nothing written, and counted in the
-    /// metrics (it admits or denies a request).
-    pub(crate) fn start_trial(
-        &self,
-        plan: Option<&Plan>,
-        key: &str,
-        cost: u64,
-    ) -> Pending<Outcome> {
+        let (mode, counted) = match call {
+            LayerCall::Check => (Mode::Check, true),
+            LayerCall::Trial => (Mode::Peek, true),
+            LayerCall::LateCharge => (Mode::Check, false),
+            LayerCall::Refund => (Mode::Refund, false),
+        };
         let ask = Ask {
-            counted: true,
-            ..self.ask(plan, key, cost, Mode::Peek)
+            counted,
+            ..self.ask(plan, key, cost, mode)
         };
         self.inner.core.run(ask)
-    }
-
-    /// Start charging a request whose trial admitted it, now that its
-    /// response is known: written as a check, not counted again in the
-    /// metrics (the trial was).
-    pub(crate) fn start_late_charge(
-        &self,
-        plan: Option<&Plan>,
-        key: &str,
-        cost: u64,
-    ) -> Pending<Outcome> {
-        let ask = Ask {
-            counted: false,
-            ..self.ask(plan, key, cost, Mode::Check)
-        };
-        self.inner.core.run(ask)
-    }
-
-    /// Start giving back `cost` charged to `key` under `plan`.
-    pub(crate) fn start_refund(
-        &self,
-        plan: Option<&Plan>,
-        key: &str,
-        cost: u64,
-    ) -> Pending<Outcome> {
-        self.start(plan, key, cost, Mode::Refund)
     }
 
     /// What this limiter does when its store fails.
@@ -329,6 +298,23 @@ impl<A: Algorithm> Limiter<A> {
     pub fn store(&self) -> &Store {
         &self.inner.core.store
     }
+}
+
+/// What a layer asks of its limiter for a request (the layers never see
+/// the store's modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LayerCall {
+    /// Charge it now, as `check` does: a decision, counted in the metrics.
+    Check,
+    /// Try it, for a request charged only once its response is known:
+    /// decided as a check, nothing written, counted in the metrics (it
+    /// admits or denies the request).
+    Trial,
+    /// Charge a request its trial admitted, once its response matched:
+    /// written as a check, not counted again.
+    LateCharge,
+    /// Give its charge back.
+    Refund,
 }
 
 /// Each limit's decision, with its name and quota.

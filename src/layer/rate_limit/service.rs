@@ -6,7 +6,7 @@ use crate::layer::gate::Gate;
 use crate::layer::responder::Responder;
 use crate::layer::service::{self, Answered, Gatekeeper};
 use crate::layer::settle::{Act, Charge, Counting, Rule, Settle};
-use crate::limiter::{Outcome, Pending};
+use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::Limiter;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -108,11 +108,12 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             .as_ref()
             .and_then(|f| f(view))
             .map(|a| Arc::new(limiter.plan(&a)));
-        let decision = match this.counting {
+        let call = match this.counting {
             // Charged once the response is known: only a trial now.
-            Counting::OnlyWhen(_) => limiter.start_trial(plan.as_deref(), &key, cost),
-            _ => limiter.start_check(plan.as_deref(), &key, cost),
+            Counting::OnlyWhen(_) => LayerCall::Trial,
+            _ => LayerCall::Check,
         };
+        let decision = limiter.start_for_layer(plan.as_deref(), &key, cost, call);
         let gate = Gate::Rate {
             layer: this.responder.clone(),
             settle: this.counting.may_act(this.refund_inner).then(|| Settle {
@@ -141,10 +142,12 @@ impl<K: KeyExtractor, A: Algorithm> Rule for RateLimitConfig<K, A> {
     fn apply(&self, charge: &Charge, act: Act) {
         // At once on a store that never waits; else in the background.
         let (plan, key, cost) = (charge.plan.as_deref(), &*charge.key, charge.cost);
-        let settlement = match act {
-            Act::Charge => self.limiter.start_late_charge(plan, key, cost),
-            Act::Refund => self.limiter.start_refund(plan, key, cost),
+        let call = match act {
+            Act::Charge => LayerCall::LateCharge,
+            Act::Refund => LayerCall::Refund,
         };
-        settlement.detach("settlement of a charge");
+        self.limiter
+            .start_for_layer(plan, key, cost, call)
+            .detach("settlement of a charge");
     }
 }
