@@ -19,7 +19,7 @@
 //! Every entry of both limiters takes one decision path: the limits are
 //! planned, the store decides (at once in memory; else under the limiter's
 //! timeout and circuit breaker, with its [failure policy](failure)
-//! deciding when the store cannot), the limits' decisions are combined, and
+//! deciding when the store cannot), the limits' decisions add up to the overall one, and
 //! the [`metrics`] count each by its [`Reason`]. A configuration that
 //! `build` accepted never fails a request: invalid values are rejected when
 //! they are written (a `const` that does not compile, a `try_new`, `build`),

@@ -3,7 +3,7 @@
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied`, `reason` = [`Reason::as_str`](crate::Reason::as_str): every charge (`check`, `check_all`, `check_with`, the layers' charges, a concurrency limiter's `acquire`); peeks, refunds and releases are not decisions here |
+//! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied`, `reason` = [`Reason::as_str`](crate::Reason::as_str): every decision (`check`, `check_all`, `check_with`, the layers' charges and their trials for `count_only_when`, a concurrency limiter's `acquire`); peeks, refunds, releases and the charges settled after a response are not decisions here |
 //! | `floodgate_degraded_total` | counter | `limiter`: those decisions made by the failure policy (store down) |
 //! | `floodgate_cache_hits_total` | counter | `limiter`: denials answered by the local deny cache, without the store (also counted as decisions) |
 //! | `floodgate_decision_seconds` | histogram | `limiter`: time of every call to a Redis store, round trip included (a memory decision takes about 100 ns, and timing it would cost as much) |

@@ -131,7 +131,7 @@
 //! | a refund ([`refund_when`](crate::layer::RateLimitLayer::refund_when), [`Limiter::refund`](crate::Limiter::refund)) | yes, by itself | one script call, made after the response |
 //! | a concurrency limiter's acquire, and its release | yes, each | one script call each; an acquire given up on (timeout) is undone by a release sent after it on the same connection |
 //! | several keys per request (stacked layers: per IP and per user, per user and global) | **no** | one call per layer, in order, possibly on different shards; an outer charge is refunded when an inner limit denies ([`refund_inner_denials`](crate::layer::RateLimitLayer::refund_inner_denials)), so for a moment it holds a charge it will give back |
-//! | [`count_only_when`](crate::layer::RateLimitLayer::count_only_when) | **no** | a peek before, a charge after the response: requests in flight together can overshoot (see [`several_limits`](super::several_limits)) |
+//! | [`count_only_when`](crate::layer::RateLimitLayer::count_only_when) | **no** | a trial before, a charge after the response: requests in flight together can overshoot (see [`several_limits`](super::several_limits)) |
 //!
 //! When two limits must hold together exactly, put them on one key as
 //! `Limits`.

@@ -112,12 +112,14 @@
 //!   admitted at full cost); the refund makes room only afterwards.
 //! - [`count_only_when`](crate::layer::RateLimitLayer::count_only_when):
 //!   charge only requests whose response matches, e.g. failed logins
-//!   (`401`, `403`). Until the response is known the layer only *peeks*: a
-//!   request passes while the limit has room for it, and is charged when its
-//!   response matches.
+//!   (`401`, `403`). Until the response is known the layer only *tries* the
+//!   request (decided as a charge, nothing written, counted in the metrics):
+//!   it passes while the limit has room for it, and is charged when its
+//!   response matches; a response that is not charged reports what remains
+//!   without it.
 //!
 //! `count_only_when` opens a race: requests of one key that are in flight at
-//! the same moment all pass the peek before any of them is charged, so an
+//! the same moment all pass the trial before any of them is charged, so an
 //! attacker who sends 100 login attempts at once gets up to 100 through a
 //! limit of 5. The limit is exceeded by at most the number of that key's
 //! requests in flight together; bound that number with a concurrency limit

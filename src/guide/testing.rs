@@ -98,9 +98,10 @@
 //!   Redis, poll until the state shows it (see the examples in
 //!   [`choosing_a_key`](super::choosing_a_key) and
 //!   [`several_limits`](super::several_limits)).
-//! - **Peek without charging**: `limiter.check(key, 0)` reports a key's
-//!   state and charges nothing, and
-//!   [`peek`](crate::Limiter::peek) says what a request of cost 1 would get.
+//! - **Peek without charging**: [`peek`](crate::Limiter::peek) reports a
+//!   key's state as it is now (what remains, when it is full again) and
+//!   charges nothing, as `limiter.check(key, 0)` does; a request of cost
+//!   `c` would fit now when `remaining() >= c`.
 //!   Keep a clone of the limiter before handing it to the layer: clones share
 //!   everything.
 //! - **Behind a proxy**, test the key you will get in production: a loopback
