@@ -160,24 +160,15 @@ pub fn retry_after_secs(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Decision;
     use crate::Quota;
-    use crate::{Decision, Reason};
 
     fn decision(degraded: bool) -> Decision {
-        {
-            let d = Decision::new(
-                Reason::WithinLimit,
-                10,
-                4,
-                Duration::from_millis(2_500),
-                None,
-                Duration::ZERO,
-            );
-            if degraded {
-                d.mark_degraded()
-            } else {
-                d
-            }
+        let d = Decision::within_limit(10, 4, Duration::from_millis(2_500));
+        if degraded {
+            d.mark_degraded()
+        } else {
+            d
         }
     }
 

@@ -154,7 +154,7 @@ fn set_retry_after(headers: &mut HeaderMap, d: Duration) {
 mod tests {
     use super::*;
     use crate::algorithm::Quota;
-    use crate::{Decision, Reason};
+    use crate::Decision;
 
     const QUOTA: Quota = Quota {
         units: 10,
@@ -162,24 +162,15 @@ mod tests {
     };
 
     fn denied(retry: Option<Duration>, degraded: bool) -> Decision {
-        {
-            let d = Decision::new(
-                if retry.is_some() {
-                    Reason::OverLimit
-                } else {
-                    Reason::CostTooHigh
-                },
-                10,
-                0,
-                Duration::from_secs(1),
-                retry,
-                Duration::ZERO,
-            );
-            if degraded {
-                d.mark_degraded()
-            } else {
-                d
-            }
+        let reset = Duration::from_secs(1);
+        let d = match retry {
+            Some(r) => Decision::over_limit(10, 0, reset, r),
+            None => Decision::cost_too_high(10, 0, reset),
+        };
+        if degraded {
+            d.mark_degraded()
+        } else {
+            d
         }
     }
 
