@@ -133,7 +133,8 @@ mod tests {
     #[test]
     fn the_monotonic_clock_reads_wall_time_and_never_steps_back() {
         let wall = SystemClock.now_ms();
-        let mut last = MonotonicClock.now_ms();
+        let start = MonotonicClock.now_ms();
+        let mut last = start;
         // Anchored on the wall clock: the two agree closely at the start.
         assert!(last.abs_diff(wall) < 1_000, "{last} vs {wall}");
         let until = std::time::Instant::now() + Duration::from_millis(30);
@@ -142,7 +143,9 @@ mod tests {
             assert!(now >= last, "{now} after {last}");
             last = now;
         }
-        // And it moves: 30 ms passed.
-        assert!(last >= wall + 25, "{last} vs {wall}");
+        // And it moves with time: 30 ms passed. (Measured from its own start,
+        // not from the wall clock read before it: on a loaded machine the
+        // two reads can be several ms apart.)
+        assert!(last >= start + 20, "{last} vs {start}");
     }
 }
