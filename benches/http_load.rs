@@ -1,6 +1,6 @@
 //! HTTP throughput of an axum hello app with and without a rate-limit
 //! layer, in the same run: floodgate's `RateLimitLayer` against
-//! tower_governor's `GovernorLayer`, and where the CPU goes.
+//! `tower_governor`'s `GovernorLayer`, and where the CPU goes.
 //!
 //! ```text
 //! apt-get install -y wrk                        # the load tool (required)
@@ -20,7 +20,7 @@
 //! - `floodgate`: the same behind `RateLimitLayer` (GCRA 1000/s per key,
 //!   key = the `x-api-key` header, its default IETF `RateLimit` and
 //!   `RateLimit-Policy` fields on every response) on a `MemoryStore`;
-//! - `tower_governor`: the same behind tower_governor 0.8's `GovernorLayer`
+//! - `tower_governor`: the same behind `tower_governor` 0.8's `GovernorLayer`
 //!   keyed by the same header (its `KeyExtractor` trait), GCRA at the same
 //!   quota (one cell per ms, burst 1000: everything admits), its defaults
 //!   otherwise (no headers on admitted responses);
@@ -93,7 +93,7 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-/// The key header, as floodgate and tower_governor read it.
+/// The key header, as floodgate and `tower_governor` read it.
 const KEY_HEADER: &str = "x-api-key";
 
 struct Opts {
@@ -164,7 +164,7 @@ fn floodgate_app(store: Store) -> Router {
     hello().layer(RateLimitLayer::new(limiter, key))
 }
 
-/// tower_governor's key: the `x-api-key` header, as floodgate's `Header`
+/// `tower_governor`'s key: the `x-api-key` header, as floodgate's `Header`
 /// takes it (an owned `String`).
 #[derive(Clone)]
 struct ApiKey;
