@@ -29,6 +29,7 @@ mod ietf;
 mod legacy;
 mod report;
 mod style;
+mod values;
 
 use std::time::{Duration, SystemTime};
 
@@ -38,6 +39,7 @@ pub use report::LimitReport;
 pub use style::{HeaderStyle, ResetUnit};
 
 pub(crate) use report::ceil_secs;
+pub(crate) use values::LimitValues;
 
 /// `RateLimit-Policy`: the quota and window of every policy.
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -97,24 +99,26 @@ pub fn write_headers_at(
     now: SystemTime,
     headers: &mut HeaderMap,
 ) {
-    write_with_policy(style, reports, now, headers, None);
+    write_with_policy(style, reports, now, headers, None, None);
 }
 
 /// [`write_headers_at`], with `RateLimit-Policy` already built for
 /// `reports` when none is degraded (it only changes with the quota, so
-/// the layer builds it once).
+/// the layer builds it once), and the `RateLimit` values of the layer's
+/// own limit kept in `values`.
 pub(crate) fn write_with_policy(
     style: HeaderStyle,
     reports: &[LimitReport<'_>],
     now: SystemTime,
     headers: &mut HeaderMap,
     policy: Option<&HeaderValue>,
+    values: Option<&LimitValues>,
 ) {
     match style {
-        HeaderStyle::Ietf => write_ietf(reports, headers, policy),
+        HeaderStyle::Ietf => write_ietf(reports, headers, policy, values),
         HeaderStyle::Legacy { reset } => legacy::write(reset, reports, now, headers),
         HeaderStyle::Both => {
-            write_ietf(reports, headers, policy);
+            write_ietf(reports, headers, policy, values);
             legacy::write(ResetUnit::DeltaSeconds, reports, now, headers);
         }
         HeaderStyle::None => {}
@@ -126,7 +130,12 @@ pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
     ietf::policy_field(reports)
 }
 
-fn write_ietf(reports: &[LimitReport<'_>], headers: &mut HeaderMap, policy: Option<&HeaderValue>) {
+fn write_ietf(
+    reports: &[LimitReport<'_>],
+    headers: &mut HeaderMap,
+    policy: Option<&HeaderValue>,
+    values: Option<&LimitValues>,
+) {
     let policy = match policy {
         Some(v) if !reports.is_empty() && reports.iter().all(|r| !r.decision.is_degraded()) => {
             Some(v.clone())
@@ -136,7 +145,8 @@ fn write_ietf(reports: &[LimitReport<'_>], headers: &mut HeaderMap, policy: Opti
     if let Some(value) = policy {
         headers.append(RATELIMIT_POLICY, value);
     }
-    if let Some(value) = ietf::limit_field(reports) {
+    let limit = values.and_then(|v| v.get(reports));
+    if let Some(value) = limit.or_else(|| ietf::limit_field(reports)) {
         headers.append(RATELIMIT, value);
     }
 }

@@ -1,8 +1,10 @@
-//! The response future of both layers: decide, then call the service or
-//! answer at once.
+//! The response futures of the layers: decide, then call the service or
+//! answer at once. Both run one state machine ([`State`]); they differ only
+//! in the body they answer with.
 
-use super::body::ResponseBody;
+use super::body::{RejectionBody, ResponseBody};
 use super::gate::{Admitted, Gate, Next};
+use crate::concurrency::Lease;
 use crate::limiter::{Outcome, Pending};
 use bytes::Bytes;
 use http::{Request, Response};
@@ -13,8 +15,9 @@ use std::task::{ready, Context, Poll};
 use tower_service::Service;
 
 pin_project! {
-    /// Response future of [`RateLimit`](super::RateLimit) and
-    /// [`ConcurrencyLimit`](super::ConcurrencyLimit).
+    /// Response future of [`RateLimit`](super::RateLimit): the inner
+    /// service's response with its body type unchanged, or the layer's own
+    /// answer built as that body type (see [`RejectionBody`]).
     pub struct ResponseFuture<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
@@ -25,8 +28,39 @@ pin_project! {
 }
 
 pin_project! {
+    /// Response future of [`ConcurrencyLimit`](super::ConcurrencyLimit): its
+    /// body, a [`ResponseBody`], holds the request's lease until it ends.
+    pub struct ConcurrencyLimitFuture<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        #[pin]
+        state: State<S, ReqBody>,
+    }
+}
+
+impl<S, ReqBody> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    pub(crate) fn new(state: State<S, ReqBody>) -> Self {
+        Self { state }
+    }
+}
+
+impl<S, ReqBody> ConcurrencyLimitFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    pub(crate) fn new(state: State<S, ReqBody>) -> Self {
+        Self { state }
+    }
+}
+
+pin_project! {
+    /// Where a request is between the layer's decision and its response.
     #[project = StateProj]
-    enum State<S, ReqBody>
+    pub(crate) enum State<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
     {
@@ -55,18 +89,23 @@ pin_project! {
     }
 }
 
-const POLLED_AFTER_DONE: &str = "ResponseFuture polled after completion";
+const POLLED_AFTER_DONE: &str = "a layer's response future polled after completion";
 
-impl<S, ReqBody> ResponseFuture<S, ReqBody>
+/// How a request ends: served by the inner service (with the lease its
+/// body holds, if any), or refused by the layer.
+pub(crate) enum Answer<B> {
+    Served(Response<B>, Option<Box<Lease>>),
+    Refused(Response<Bytes>),
+}
+
+impl<S, ReqBody> State<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     /// The layer answers `response` by itself.
     pub(crate) fn done(response: Response<Bytes>) -> Self {
-        Self {
-            state: State::Done {
-                response: Some(response),
-            },
+        State::Done {
+            response: Some(response),
         }
     }
 
@@ -80,36 +119,20 @@ where
         decision: Pending<Outcome>,
         gate: Gate,
     ) -> Self {
-        let state = match decision.now() {
+        match decision.now() {
             Ok(result) => State::after(gate.next(result, req.headers()), inner, req),
             Err(decision) => State::Deciding {
                 decision,
                 waiting: Some(Box::new((take_ready(inner), req, gate))),
             },
-        };
-        Self { state }
+        }
     }
-}
 
-/// The service that reported ready, leaving a clone for the next
-/// `poll_ready`: the request reaches it later (tower-http's async
-/// middlewares do the same).
-fn take_ready<S: Clone>(inner: &mut S) -> S {
-    let clone = inner.clone();
-    std::mem::replace(inner, clone)
-}
-
-impl<S, ReqBody> State<S, ReqBody>
-where
-    S: Service<Request<ReqBody>> + Clone,
-{
     /// What follows the decision `next`: `inner` is called now, or after the
     /// leaky bucket's delay, or not at all.
     fn after(next: Next, inner: &mut S, req: Request<ReqBody>) -> Self {
         match next {
-            Next::Reject(response) => State::Done {
-                response: Some(response),
-            },
+            Next::Reject(response) => State::done(response),
             Next::Call(admitted) => State::Calling {
                 fut: inner.call(req),
                 admitted: Some(admitted),
@@ -122,26 +145,35 @@ where
     }
 }
 
-impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+/// The service that reported ready, leaving a clone for the next
+/// `poll_ready`: the request reaches it later (tower-http's async
+/// middlewares do the same).
+fn take_ready<S: Clone>(inner: &mut S) -> S {
+    let clone = inner.clone();
+    std::mem::replace(inner, clone)
+}
+
+impl<S, ReqBody, ResBody> State<S, ReqBody>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
 {
-    type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
+    /// Drive the request to its answer.
+    fn poll_answer(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Answer<ResBody>, S::Error>> {
         loop {
-            match state.as_mut().project() {
+            match self.as_mut().project() {
                 StateProj::Deciding { decision, waiting } => {
                     let result = ready!(Pin::new(decision).poll(cx));
                     let (mut inner, req, gate) = *waiting.take().expect(POLLED_AFTER_DONE);
                     let next = gate.next(result, req.headers());
-                    state.set(State::after(next, &mut inner, req));
+                    self.set(State::after(next, &mut inner, req));
                 }
                 StateProj::Delaying { sleep, waiting } => {
                     ready!(sleep.as_mut().poll(cx));
                     let (mut inner, req, admitted) = *waiting.take().expect(POLLED_AFTER_DONE);
-                    state.set(State::Calling {
+                    self.set(State::Calling {
                         fut: inner.call(req),
                         admitted: Some(admitted),
                     });
@@ -151,16 +183,46 @@ where
                     let (mut parts, body) = response.into_parts();
                     let admitted = admitted.take().expect(POLLED_AFTER_DONE);
                     let lease = admitted.finish(&mut parts);
-                    return Poll::Ready(Ok(Response::from_parts(
-                        parts,
-                        ResponseBody::service(body, lease),
-                    )));
+                    let response = Response::from_parts(parts, body);
+                    return Poll::Ready(Ok(Answer::Served(response, lease)));
                 }
                 StateProj::Done { response } => {
                     let response = response.take().expect(POLLED_AFTER_DONE);
-                    return Poll::Ready(Ok(response.map(ResponseBody::full)));
+                    return Poll::Ready(Ok(Answer::Refused(response)));
                 }
             }
         }
+    }
+}
+
+impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    ResBody: RejectionBody,
+{
+    type Output = Result<Response<ResBody>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(Ok(match ready!(self.project().state.poll_answer(cx))? {
+            // The rate-limit layer takes no lease: nothing rides on the body.
+            Answer::Served(response, _) => response,
+            Answer::Refused(response) => response.map(ResBody::from_rejection),
+        }))
+    }
+}
+
+impl<S, ReqBody, ResBody> Future for ConcurrencyLimitFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+{
+    type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(Ok(match ready!(self.project().state.poll_answer(cx))? {
+            Answer::Served(response, lease) => {
+                response.map(|body| ResponseBody::service(body, lease))
+            }
+            Answer::Refused(response) => response.map(ResponseBody::full),
+        }))
     }
 }

@@ -6,7 +6,7 @@ use super::responder::{RejectionKind, Responder};
 use super::settle::{DeniedByLimit, Settle};
 use crate::algorithm::Quota;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
-use crate::headers::{write_with_policy, HeaderStyle, LimitReport, ResetUnit};
+use crate::headers::{write_with_policy, HeaderStyle, LimitReport, LimitValues, ResetUnit};
 use crate::limiter::{Outcome, Plan};
 use crate::{Decision, Error, Reason};
 use bytes::Bytes;
@@ -25,6 +25,9 @@ pub(crate) struct RateResponder {
     /// `RateLimit-Policy` for the limiter's own limits: it only changes
     /// with the limits, so it is built once.
     pub(crate) policy_field: Option<HeaderValue>,
+    /// The `RateLimit` values of the limiter's own limit, when it has one:
+    /// built once each, so a response's costs no allocation.
+    pub(crate) limit_values: Option<Arc<LimitValues>>,
 }
 
 impl RateResponder {
@@ -243,6 +246,7 @@ impl Admitted {
             let layer = &*f.layer;
             let own = f.plan.is_none();
             let policy = layer.policy_field.as_ref().filter(|_| own);
+            let values = layer.limit_values.as_deref().filter(|_| own);
             let at = f.at.unwrap_or(SystemTime::UNIX_EPOCH);
             // A request tried and not charged: its fields say what remains
             // without the charge its trial assumed.
@@ -270,6 +274,7 @@ impl Admitted {
                     at,
                     &mut parts.headers,
                     policy,
+                    values,
                 );
             });
         }

@@ -20,9 +20,12 @@
 //!   `UNAVAILABLE`), with no rate-limit headers, since they would be false;
 //!   a fallback limiter's denial is answered like any other, 429.
 //!
-//! Both layers share one response future ([`ResponseFuture`]), one body
-//! ([`ResponseBody`]) and one rejection path: every answer a layer gives by
-//! itself can be replaced with `on_rejection`. A decision the store makes at
+//! The rate-limit layer answers with the inner service's own body type
+//! (its rejections are built as that type: [`RejectionBody`]), so an
+//! admitted response passes through unchanged; the concurrency layer's
+//! body ([`ResponseBody`]) holds the request's lease until it ends. Both
+//! share one rejection path: every answer a layer gives by itself can be
+//! replaced with `on_rejection`. A decision the store makes at
 //! once (the memory store, or the deny cache) is served without a future of
 //! its own, as a synchronous middleware would.
 
@@ -37,10 +40,10 @@ mod responder;
 mod service;
 mod settle;
 
-pub use body::ResponseBody;
+pub use body::{RejectionBody, ResponseBody};
 pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};
 pub use cost::Cost;
-pub use future::ResponseFuture;
+pub use future::{ConcurrencyLimitFuture, ResponseFuture};
 pub use rate_limit::{RateLimit, RateLimitLayer};
 pub use responder::{Rejection, RejectionKind};
 pub use settle::DeniedByLimit;

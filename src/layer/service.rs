@@ -1,14 +1,11 @@
 //! What both layers' services share: how a request is gated.
 
-use super::body::ResponseBody;
-use super::future::ResponseFuture;
+use super::future::State;
 use super::gate::Gate;
 use super::responder::{RejectionKind, Responder};
 use crate::key::KeyRejection;
 use crate::limiter::{Outcome, Pending};
-use bytes::Bytes;
-use http::{Request, Response};
-use http_body::Body;
+use http::Request;
 use std::sync::Arc;
 use tower_service::Service;
 
@@ -33,27 +30,23 @@ mod sealed {
 
 /// The `call` of [`RateLimit`](super::RateLimit) and
 /// [`ConcurrencyLimit`](super::ConcurrencyLimit): take the key, start the
-/// decision, and let the response future carry on.
-pub(crate) fn call<S, C, ReqBody, ResBody>(
+/// decision, and let the response future carry on from the state returned.
+pub(crate) fn call<S, C, ReqBody>(
     inner: &mut S,
     config: &Arc<C>,
     req: Request<ReqBody>,
-) -> ResponseFuture<S, ReqBody>
+) -> State<S, ReqBody>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    S: Service<Request<ReqBody>> + Clone,
     C: Gatekeeper,
-    ResBody: Body<Data = Bytes>,
 {
     let key = match config.key(&req) {
         Ok(key) => key,
         Err(rejection) => {
             let kind = RejectionKind::NoKey(&rejection);
-            return ResponseFuture::done(config.responder().reject(kind, req.headers()));
+            return State::done(config.responder().reject(kind, req.headers()));
         }
     };
     let (decision, gate) = C::start(config, &req, key);
-    ResponseFuture::start(inner, req, decision, gate)
+    State::start(inner, req, decision, gate)
 }
-
-/// The response type of both services.
-pub(crate) type Answered<ResBody> = Response<ResponseBody<ResBody>>;

@@ -1,10 +1,11 @@
 use super::layer::ConcurrencyLimitConfig;
 use crate::concurrency::ConcurrencyLimiter;
 use crate::key::{KeyExtractor, KeyRejection};
-use crate::layer::future::ResponseFuture;
+use crate::layer::body::ResponseBody;
+use crate::layer::future::ConcurrencyLimitFuture;
 use crate::layer::gate::Gate;
 use crate::layer::responder::Responder;
-use crate::layer::service::{self, Answered, Gatekeeper};
+use crate::layer::service::{self, Gatekeeper};
 use crate::limiter::{Outcome, Pending};
 use bytes::Bytes;
 use http::{Request, Response};
@@ -63,16 +64,16 @@ where
     K: KeyExtractor,
     ResBody: Body<Data = Bytes>,
 {
-    type Response = Answered<ResBody>;
+    type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S, ReqBody>;
+    type Future = ConcurrencyLimitFuture<S, ReqBody>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        service::call(&mut self.inner, &self.config, req)
+        ConcurrencyLimitFuture::new(service::call(&mut self.inner, &self.config, req))
     }
 }
 

@@ -1,6 +1,6 @@
 use super::service::RateLimit;
 use crate::algorithm::Algorithm;
-use crate::headers::{policy_field, HeaderStyle, LimitReport};
+use crate::headers::{ceil_secs, policy_field, HeaderStyle, LimitReport, LimitValues};
 use crate::key::{KeyExtractor, RequestView};
 use crate::layer::cost::Pricing;
 use crate::layer::gate::RateResponder;
@@ -102,6 +102,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
             responder: Responder::new(limiter.name()),
             own: limiter.quotas().map(|(n, q)| (n.into(), q)).collect(),
             policy_field: own_policy_field(&limiter),
+            limit_values: own_limit_values(&limiter),
         });
         Self {
             config: Arc::new(RateLimitConfig {
@@ -264,6 +265,18 @@ fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<HeaderValue> {
         .map(|(name, quota)| LimitReport::new(name, quota, &decision))
         .collect();
     policy_field(&reports)
+}
+
+/// The `RateLimit` values of the limiter's own limit, when it has exactly
+/// one (with several, the value names whichever is most restrictive).
+fn own_limit_values<A: Algorithm>(limiter: &Limiter<A>) -> Option<Arc<LimitValues>> {
+    let mut quotas = limiter.quotas();
+    let (name, quota) = quotas.next()?;
+    if quotas.next().is_some() {
+        return None;
+    }
+    let values = LimitValues::new(name, quota.units, ceil_secs(quota.window));
+    Some(Arc::new(values))
 }
 
 impl<S, K, A, C> Layer<S> for RateLimitLayer<K, A, C> {

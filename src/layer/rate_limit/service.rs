@@ -1,16 +1,15 @@
 use super::layer::RateLimitConfig;
 use crate::algorithm::Algorithm;
 use crate::key::{KeyExtractor, KeyRejection, RequestView};
+use crate::layer::body::RejectionBody;
 use crate::layer::future::ResponseFuture;
 use crate::layer::gate::Gate;
 use crate::layer::responder::Responder;
-use crate::layer::service::{self, Answered, Gatekeeper};
+use crate::layer::service::{self, Gatekeeper};
 use crate::layer::settle::{Act, Charge, Counting, Rule, Settle};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::Limiter;
-use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body::Body;
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -63,9 +62,9 @@ where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
     K: KeyExtractor,
     A: Algorithm,
-    ResBody: Body<Data = Bytes>,
+    ResBody: RejectionBody,
 {
-    type Response = Answered<ResBody>;
+    type Response = Response<ResBody>;
     type Error = S::Error;
     type Future = ResponseFuture<S, ReqBody>;
 
@@ -74,7 +73,7 @@ where
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        service::call(&mut self.inner, &self.config, req)
+        ResponseFuture::new(service::call(&mut self.inner, &self.config, req))
     }
 }
 

@@ -1,0 +1,122 @@
+//! The `RateLimit` values of one limit, each built once and shared after.
+
+use std::sync::OnceLock;
+
+use http::HeaderValue;
+
+use super::ietf::limit_field;
+use super::report::{ceil_secs, LimitReport};
+
+/// How many values a table holds at most (`OnceLock<HeaderValue>` is 48
+/// bytes: 48 KiB a layer at most, filled as values are first written).
+const MAX_VALUES: u64 = 1024;
+/// The largest `t` a table holds: the seconds until the quota is back in
+/// full, small for most requests under a per-second or per-minute limit.
+const MAX_T: u64 = 63;
+
+/// The `RateLimit` values (`"name";r=<r>;t=<t>`) of the layer's own limit,
+/// when it is the only one: the values near the top of the quota (what most
+/// requests of most keys see) are built on first use and then shared, so
+/// writing one costs a reference count instead of an allocation.
+pub(crate) struct LimitValues {
+    name: Box<str>,
+    /// The decisions' limit: `r` is looked up as `limit - r`.
+    limit: u64,
+    /// How many `r` below the limit are held, for each `t` in `0..=max_t`.
+    span: u64,
+    max_t: u64,
+    values: Box<[OnceLock<HeaderValue>]>,
+}
+
+impl LimitValues {
+    /// A table for the limit `name` of `limit` units whose resets take at
+    /// most `max_wait_secs` (its window, rounded up).
+    pub(crate) fn new(name: &str, limit: u64, max_wait_secs: u64) -> Self {
+        let max_t = max_wait_secs.min(MAX_T);
+        let span = (MAX_VALUES / (max_t + 1)).min(limit.saturating_add(1));
+        let len = usize::try_from(span * (max_t + 1)).unwrap_or(0);
+        Self {
+            name: name.into(),
+            limit,
+            span,
+            max_t,
+            values: (0..len).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The `RateLimit` value of `reports`, if it is one this table holds.
+    pub(crate) fn get(&self, reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
+        let [report] = reports else { return None };
+        let d = report.decision;
+        if d.is_degraded() || d.limit() != self.limit || report.name != &*self.name {
+            return None;
+        }
+        let below = self.limit.checked_sub(d.remaining())?;
+        let t = ceil_secs(report.wait());
+        if below >= self.span || t > self.max_t {
+            return None;
+        }
+        let i = usize::try_from(t * self.span + below).ok()?;
+        let slot = self.values.get(i)?;
+        if let Some(value) = slot.get() {
+            return Some(value.clone());
+        }
+        let value = limit_field(reports)?;
+        Some(slot.get_or_init(|| value).clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Decision, Quota};
+    use std::time::Duration;
+
+    const QUOTA: Quota = Quota {
+        units: 100,
+        window: Duration::from_secs(60),
+    };
+
+    fn value(values: &LimitValues, name: &str, d: &Decision) -> Option<HeaderValue> {
+        values.get(&[LimitReport::new(name, QUOTA, d)])
+    }
+
+    #[test]
+    fn a_held_value_is_the_one_written_and_is_shared() {
+        let values = LimitValues::new("api", 100, 60);
+        for (r, ms) in [(100, 0), (99, 1), (90, 16_200), (85, 60_000)] {
+            let d = Decision::within_limit(100, r, Duration::from_millis(ms));
+            let reports = [LimitReport::new("api", QUOTA, &d)];
+            let first = values.get(&reports).expect("held");
+            assert_eq!(Some(&first), limit_field(&reports).as_ref());
+            let again = values.get(&reports).unwrap();
+            // The second is the first, shared: the same bytes, not a copy.
+            assert_eq!(again.as_bytes().as_ptr(), first.as_bytes().as_ptr());
+        }
+    }
+
+    #[test]
+    fn what_the_table_does_not_hold_is_left_to_the_writer() {
+        let values = LimitValues::new("api", 100, 600);
+        let d = Decision::within_limit(100, 99, Duration::from_secs(1));
+        assert!(value(&values, "api", &d).is_some());
+        assert!(value(&values, "other", &d).is_none());
+        let d = Decision::within_limit(100, 99, Duration::from_secs(MAX_T + 1));
+        assert!(value(&values, "api", &d).is_none());
+        // 64 values of t: 16 of r below the limit.
+        let d = Decision::within_limit(100, 100 - 16, Duration::from_secs(1));
+        assert!(value(&values, "api", &d).is_none());
+        let d = Decision::within_limit(100, 100 - 15, Duration::from_secs(1));
+        assert!(value(&values, "api", &d).is_some());
+        let d = Decision::within_limit(50, 49, Duration::from_secs(1));
+        assert!(value(&values, "api", &d).is_none());
+        let d = Decision::within_limit(100, 99, Duration::from_secs(1)).mark_degraded();
+        assert!(value(&values, "api", &d).is_none());
+        let d = Decision::within_limit(100, 99, Duration::from_secs(1));
+        let two = [
+            LimitReport::new("api", QUOTA, &d),
+            LimitReport::new("api", QUOTA, &d),
+        ];
+        assert!(values.get(&two).is_none());
+    }
+}
