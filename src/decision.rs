@@ -108,7 +108,7 @@ impl Decision {
     /// `#[inline]` (plain): built on every decision inside the caller's
     /// crate, where `check` is instantiated; out of line it is a call of
     /// its own: 769 -> 709 instructions a memory-store GCRA decision
-    /// (callgrind, `PERF_MEMORY.md`).
+    /// (callgrind, BENCHMARKS.md).
     #[inline]
     pub(crate) fn new(
         reason: Reason,
