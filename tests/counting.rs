@@ -6,7 +6,7 @@
 mod common;
 
 use axum::{http::StatusCode, routing::get, Router};
-use common::http::serve;
+use common::http::{eventually, serve};
 use floodgate::algorithm::SlidingLog;
 use floodgate::key::Global;
 use floodgate::layer::predicate::{ServerErrors, Status, StatusPredicate};
@@ -22,17 +22,6 @@ fn remaining(res: &reqwest::Response) -> u64 {
     let field = res.headers()["ratelimit"].to_str().unwrap();
     let r = field.split(';').find_map(|p| p.strip_prefix("r=")).unwrap();
     r.parse().unwrap()
-}
-
-/// Wait until `f` holds: settlements run after the response.
-async fn eventually(mut f: impl AsyncFnMut() -> bool) {
-    for _ in 0..200 {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("condition not reached in 2 s");
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::http::{on_both_stores, serve};
+use common::http::{eventually, on_both_stores, serve};
 
 use axum::{http::StatusCode, routing::get, Router};
 use common::{sf, RedisServer};
@@ -21,17 +21,6 @@ const MIN: Duration = Duration::from_secs(60);
 
 fn items(res: &reqwest::Response, name: &str) -> Vec<sf::Item> {
     sf::parse_list(res.headers()[name].to_str().unwrap()).unwrap()
-}
-
-/// Wait until `f` holds: settlements run after the response, on a task.
-async fn eventually(mut f: impl AsyncFnMut() -> bool) {
-    for _ in 0..200 {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("condition not reached in 2 s");
 }
 
 #[tokio::test]

@@ -35,3 +35,15 @@ where
     let redis = super::RedisServer::start();
     test(RedisStore::from_url(&redis.url()).unwrap().into()).await;
 }
+
+/// Wait until `f` holds (at most 2 s): settlements after a response run
+/// once the response is written, on a task of their own.
+pub async fn eventually(mut f: impl AsyncFnMut() -> bool) {
+    for _ in 0..200 {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached in 2 s");
+}
