@@ -6,7 +6,7 @@
 mod common;
 
 use axum::{http::StatusCode, routing::get, Router};
-use common::http::{eventually, serve};
+use common::http::{eventually, login, serve};
 use floodgate::algorithm::SlidingLog;
 use floodgate::key::Global;
 use floodgate::layer::predicate::{ServerErrors, Status, StatusPredicate};
@@ -31,22 +31,10 @@ async fn failed_logins_only_are_charged_and_every_denial_is_counted() {
         .name("login")
         .build()
         .unwrap();
-    let app = Router::new()
-        .route(
-            "/login",
-            get(|req: axum::extract::Request| async move {
-                if req.uri().query() == Some("password=right") {
-                    StatusCode::OK
-                } else {
-                    StatusCode::UNAUTHORIZED
-                }
-            }),
-        )
-        .route_layer(
-            RateLimitLayer::new(limiter.clone(), Global::new()).count_only_when(
-                Status(StatusCode::UNAUTHORIZED).or(Status(StatusCode::FORBIDDEN)),
-            ),
-        );
+    let app = Router::new().route("/login", login()).route_layer(
+        RateLimitLayer::new(limiter.clone(), Global::new())
+            .count_only_when(Status(StatusCode::UNAUTHORIZED).or(Status(StatusCode::FORBIDDEN))),
+    );
     let base = serve(app).await;
     let login = |pw: &'static str| reqwest::get(format!("{base}/login?password={pw}"));
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::http::{eventually, on_both_stores, serve};
+use common::http::{eventually, login, on_both_stores, serve};
 
 use axum::{http::StatusCode, routing::get, Router};
 use common::{sf, RedisServer};
@@ -268,21 +268,10 @@ async fn server_errors_are_refunded() {
 async fn only_failed_logins_are_counted() {
     on_both_stores(|store| async move {
         let limiter = Limiter::new(store, SlidingLog::new(3, MIN));
-        let app = Router::new()
-            .route(
-                "/login",
-                get(|req: axum::extract::Request| async move {
-                    if req.uri().query() == Some("password=right") {
-                        StatusCode::OK
-                    } else {
-                        StatusCode::UNAUTHORIZED
-                    }
-                }),
-            )
-            .layer(
-                RateLimitLayer::new(limiter.clone(), PeerIp::new())
-                    .count_only_when(|s: StatusCode| s == 401 || s == 403),
-            );
+        let app = Router::new().route("/login", login()).layer(
+            RateLimitLayer::new(limiter.clone(), PeerIp::new())
+                .count_only_when(|s: StatusCode| s == 401 || s == 403),
+        );
         let base = serve(app).await;
         let login = |pw: &'static str| reqwest::get(format!("{base}/login?password={pw}"));
         // Successful logins cost nothing.

@@ -47,3 +47,14 @@ pub async fn eventually(mut f: impl AsyncFnMut() -> bool) {
     }
     panic!("condition not reached in 2 s");
 }
+
+/// A login endpoint: `200` for `?password=right`, else `401`.
+pub fn login() -> axum::routing::MethodRouter {
+    axum::routing::get(|req: axum::extract::Request| async move {
+        if req.uri().query() == Some("password=right") {
+            http::StatusCode::OK
+        } else {
+            http::StatusCode::UNAUTHORIZED
+        }
+    })
+}
