@@ -19,12 +19,14 @@
 //! well under 30 s in debug on 2 cores). The full size:
 //! `FLOODGATE_SPRAY_KEYS=1000000 cargo test --release --test memory_bound -- --nocapture`.
 
+mod common;
+
+use common::child::{rss_bytes, run_child};
 use floodgate::algorithm::{Algorithm, FixedWindow, SlidingLog, TokenBucket};
 use floodgate::clock::ManualClock;
 use floodgate::store::MemoryStore;
 use floodgate::Limiter;
 use std::num::NonZeroUsize;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Bytes of resident memory per key held, at most.
@@ -46,17 +48,6 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// This process' resident memory in bytes (`VmRSS` of `/proc/self/status`).
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status");
-    kb * 1024
-}
-
 /// What the child measured.
 #[derive(Debug)]
 struct Measured {
@@ -74,31 +65,7 @@ impl Measured {
 /// Run the ignored `rss_child` test of this binary in a new process to
 /// measure `what`.
 fn measure_in_child(what: &str) -> Measured {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "rss_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, what)
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child {what} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("MEASURED ").map(|(_, v)| v))
-        .unwrap_or_else(|| panic!("child {what} printed no result: {stdout}"));
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let v = run_child("rss_child", CHILD, what, "MEASURED ");
     Measured {
         held: v[0] as u64,
         grown: v[1] as u64,

@@ -19,13 +19,15 @@
 //! Measured (debug, Linux `x86_64`, glibc malloc, 2 cores): see the report
 //! printed with `--nocapture`.
 
+mod common;
+
+use common::child::{rss_bytes, run_child};
 use floodgate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
 };
 use floodgate::clock::ManualClock;
 use floodgate::store::{MemoryStore, DEFAULT_MAX_KEYS};
 use floodgate::Limiter;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -49,17 +51,6 @@ fn spray_keys() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3_000_000)
-}
-
-/// This process' resident memory in bytes (`VmRSS` of `/proc/self/status`).
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status");
-    kb * 1024
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -161,31 +152,7 @@ fn spray_child() {
 /// Run the child on `what` and check what it reports.
 fn sprayed_victim_stays_limited(what: &str) {
     let n = spray_keys();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "spray_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, what)
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child {what} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("SPRAYED ").map(|(_, v)| v))
-        .unwrap_or_else(|| panic!("child {what} printed no result: {stdout}"));
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let v = run_child("spray_child", CHILD, what, "SPRAYED ");
     let (admitted, held, evicted, grown, secs) =
         (v[0] as u64, v[1] as usize, v[2] as u64, v[3] as u64, v[4]);
     let per_key = grown / held.max(1) as u64;

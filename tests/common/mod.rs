@@ -5,6 +5,7 @@
 //! `redis-server` fails the test with the way to install it.
 #![allow(dead_code)]
 
+pub mod child;
 pub mod cluster;
 pub mod experiments;
 pub mod http;
