@@ -28,7 +28,12 @@ use axum::Router;
 use floodgate::algorithm::{FixedWindow, Limits, SlidingLog, TokenBucket};
 use floodgate::key::{Header, PeerIp};
 use floodgate::layer::RateLimitLayer;
-use floodgate::store::{MemoryStore, RedisStore, Store};
+use floodgate::store::Store;
+
+/// `store_from_env`: Redis when `REDIS_URL` is set, probed at start-up.
+#[allow(dead_code)] // only its store is used here
+#[path = "axum_quickstart.rs"]
+mod quickstart;
 use floodgate::{ConfigError, Limiter};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -118,10 +123,8 @@ pub fn app(store: Store) -> Result<Router, ConfigError> {
 #[allow(dead_code)] // the tests include this file and have their own entry points.
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let store: Store = match std::env::var("REDIS_URL") {
-        Ok(url) => RedisStore::from_url(&url)?.into(),
-        Err(_) => MemoryStore::new().into(),
-    };
+    // Redis when REDIS_URL is set, probed at start-up; else in memory.
+    let store = quickstart::store_from_env().await?;
     let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let addr = listener.local_addr()?;

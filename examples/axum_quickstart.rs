@@ -17,15 +17,39 @@ use floodgate::Limiter;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The store: Redis when `REDIS_URL` is set, else in memory.
+/// The store: Redis when `REDIS_URL` is set (`redis://`, `rediss://`,
+/// `redis+sentinel://`), else in memory.
+///
+/// Redis is probed at start-up, not at the first request: with the default
+/// fail-open policy a store that cannot decide would admit every request,
+/// and the app would run without limits. What the probe found is printed.
 ///
 /// # Errors
-/// When `REDIS_URL` is not a Redis URL.
-pub fn store_from_env() -> Result<Store, Box<dyn std::error::Error>> {
-    Ok(match std::env::var("REDIS_URL") {
-        Ok(url) => RedisStore::from_url(&url)?.into(),
-        Err(_) => MemoryStore::new().into(),
-    })
+/// When `REDIS_URL` is not a Redis URL, or floodgate cannot work there
+/// (unreachable, TLS, a password or ACL that does not allow it).
+pub async fn store_from_env() -> Result<Store, Box<dyn std::error::Error>> {
+    let Ok(url) = std::env::var("REDIS_URL") else {
+        return Ok(MemoryStore::new().into());
+    };
+    let redis = RedisStore::from_url(&url)?;
+    let report = redis
+        .probe()
+        .await
+        .map_err(|e| format!("REDIS_URL: floodgate cannot work there: {e}"))?;
+    for node in report.nodes() {
+        let tls = if node.tls() { ", TLS" } else { "" };
+        eprintln!(
+            "floodgate: {} {} at {} ({}{tls})",
+            node.server(),
+            node.version(),
+            node.address(),
+            node.role()
+        );
+    }
+    for warning in report.warnings() {
+        eprintln!("floodgate: warning: {warning}");
+    }
+    Ok(redis.into())
 }
 
 /// The app: one route, limited per client IP.
@@ -45,7 +69,7 @@ pub fn app(store: Store) -> Router {
 #[allow(dead_code)] // `demo` includes this file and has its own main.
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let app = app(store_from_env()?);
+    let app = app(store_from_env().await?);
     let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let addr = listener.local_addr()?;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let store = quickstart::store_from_env()?;
+    let store = quickstart::store_from_env().await?;
     let backend = if std::env::var("REDIS_URL").is_ok() {
         "Redis"
     } else {

@@ -14,7 +14,12 @@ use axum::{routing::get, Router};
 use floodgate::algorithm::Gcra;
 use floodgate::key::PeerIp;
 use floodgate::layer::RateLimitLayer;
-use floodgate::store::{MemoryStore, RedisStore, Store};
+use floodgate::store::Store;
+
+/// `store_from_env`: Redis when `REDIS_URL` is set, probed at start-up.
+#[allow(dead_code)] // only its store is used here
+#[path = "axum_quickstart.rs"]
+mod quickstart;
 use floodgate::Limiter;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::net::SocketAddr;
@@ -67,10 +72,8 @@ pub fn app(store: Store, metrics: PrometheusHandle) -> Router {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let metrics = install();
-    let store: Store = match std::env::var("REDIS_URL") {
-        Ok(url) => RedisStore::from_url(&url)?.into(),
-        Err(_) => MemoryStore::new().into(),
-    };
+    // Redis when REDIS_URL is set, probed at start-up; else in memory.
+    let store = quickstart::store_from_env().await?;
     let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let addr = listener.local_addr()?;

@@ -62,12 +62,19 @@ mod greeter {
         }
     }
 
-    /// The store: Redis when `REDIS_URL` is set, else in memory.
-    fn store_from_env() -> Result<Store, Error> {
-        Ok(match std::env::var("REDIS_URL") {
-            Ok(url) => RedisStore::from_url(&url)?.into(),
-            Err(_) => MemoryStore::new().into(),
-        })
+    /// The store: Redis when `REDIS_URL` is set, else in memory. Redis is
+    /// probed at start-up: with the default fail-open policy a store that
+    /// cannot decide would admit every request.
+    async fn store_from_env() -> Result<Store, Error> {
+        let Ok(url) = std::env::var("REDIS_URL") else {
+            return Ok(MemoryStore::new().into());
+        };
+        let redis = RedisStore::from_url(&url)?;
+        let report = redis.probe().await?;
+        for warning in report.warnings() {
+            eprintln!("floodgate: warning: {warning}");
+        }
+        Ok(redis.into())
     }
 
     fn addr() -> String {
@@ -75,7 +82,7 @@ mod greeter {
     }
 
     pub async fn server() -> Result<(), Error> {
-        let store = store_from_env()?;
+        let store = store_from_env().await?;
         // The names keep the two limiters' keys apart in the store and name
         // the policies in headers and in QuotaFailure.
         let per_ip = Limiter::builder(store.clone(), Gcra::new(5, Duration::from_secs(1)))

@@ -52,6 +52,11 @@ impl Redis {
 
     /// A new `redis-server` on a free port: no persistence, loopback only.
     pub fn start() -> Redis {
+        Self::start_with(&[])
+    }
+
+    /// [`start`](Self::start), with more `redis-server` arguments.
+    pub fn start_with(extra: &[&str]) -> Redis {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -66,6 +71,7 @@ impl Redis {
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&dir)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -5,7 +5,7 @@ use super::breaker::{Breaker, Transition};
 use super::{CircuitBreaker, CircuitState, FailureEvent, FailureKind, FailurePolicy};
 use crate::algorithm::Spec;
 use crate::decision::Reason;
-use crate::store::{Mode, Replies, StoreError, StoreFuture};
+use crate::store::{Mode, Replies, StoreError, StoreErrorKind, StoreFuture};
 use crate::{Decision, Error};
 use smallvec::SmallVec;
 use std::fmt;
@@ -92,7 +92,10 @@ impl Guard {
         // the policy answers, not a panic.
         let answer = match tokio::runtime::Handle::try_current() {
             Ok(_) => tokio::time::timeout(self.timeout, store).await,
-            Err(_) => Ok(Err(StoreError::Unavailable(NO_RUNTIME.into()))),
+            Err(_) => Ok(Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                NO_RUNTIME,
+            ))),
         };
         let error = match answer {
             Ok(Ok(replies)) => {
@@ -105,7 +108,7 @@ impl Guard {
                 return Ok(decisions(replies));
             }
             Ok(Err(e)) => e,
-            Err(_) => StoreError::Timeout,
+            Err(_) => StoreError::timeout(),
         };
         let kind = FailureKind::of(&error);
         if ticket.failure() == Transition::Opened {
@@ -154,7 +157,10 @@ impl Guard {
             Ok(d) => Ok(d),
             Err(Some(e)) => Err(e),
             Err(None) => Err(Error::Store(error.unwrap_or_else(|| {
-                StoreError::Unavailable("circuit breaker open: the store keeps failing".into())
+                StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    "circuit breaker open: the store keeps failing",
+                )
             }))),
         }
     }
@@ -293,7 +299,7 @@ mod tests {
     }
 
     fn down() -> StoreFuture {
-        Box::pin(async { Err(StoreError::Unavailable("refused".into())) })
+        Box::pin(async { Err(StoreError::new(StoreErrorKind::Unavailable, "refused")) })
     }
 
     fn hangs() -> StoreFuture {
@@ -328,7 +334,10 @@ mod tests {
             .call(down(), &call(&specs))
             .await
             .unwrap_err();
-        assert!(matches!(e, Error::Store(StoreError::Unavailable(_))), "{e}");
+        assert!(
+            matches!(&e, Error::Store(s) if s.kind() == StoreErrorKind::Unavailable),
+            "{e}"
+        );
 
         let local = Limiter::new(MemoryStore::new(), TokenBucket::new(1, 0.001));
         let g = guard(FailurePolicy::fallback(local));

@@ -125,7 +125,7 @@ pub(crate) use guard::{Call, FailureHook, Guard};
 pub use policy::{FailurePolicy, FallbackLimiter};
 pub(crate) use policy::{FallbackDecider, FallbackKind};
 
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreErrorKind};
 use crate::Decision;
 use std::fmt;
 use std::time::Duration;
@@ -144,8 +144,16 @@ pub enum FailureKind {
     Unavailable,
     /// The connection broke during the call (reset, closed, I/O error).
     Connection,
+    /// TLS failed (a certificate that does not verify, a client
+    /// certificate the server wants).
+    Tls,
+    /// The user may not do this: wrong password, or an ACL that forbids a
+    /// command or a key (`NOPERM`).
+    Permission,
     /// Redis answered with an error (e.g. `OOM`, `BUSY`, `READONLY`).
     Server,
+    /// The server cannot run floodgate's code (no functions, no scripts).
+    Scripting,
     /// Redis answered something floodgate's code never returns.
     Protocol,
     /// The circuit breaker is open: the store was not called.
@@ -155,23 +163,31 @@ pub enum FailureKind {
 impl FailureKind {
     /// The kind of a store error.
     pub fn of(error: &StoreError) -> Self {
-        match error {
-            StoreError::Timeout => FailureKind::Timeout,
-            StoreError::Unavailable(_) => FailureKind::Unavailable,
-            StoreError::Connection(_) => FailureKind::Connection,
-            StoreError::Server(_) => FailureKind::Server,
-            StoreError::Protocol(_) => FailureKind::Protocol,
+        match error.kind() {
+            StoreErrorKind::Timeout => FailureKind::Timeout,
+            StoreErrorKind::Unavailable => FailureKind::Unavailable,
+            StoreErrorKind::Connection => FailureKind::Connection,
+            StoreErrorKind::Tls => FailureKind::Tls,
+            StoreErrorKind::Permission => FailureKind::Permission,
+            StoreErrorKind::Server => FailureKind::Server,
+            StoreErrorKind::Scripting => FailureKind::Scripting,
+            StoreErrorKind::Protocol => FailureKind::Protocol,
         }
     }
 
-    /// A short name for logs and metric labels: `timeout`, `unavailable`,
-    /// `connection`, `server`, `protocol`, `circuit_open`.
+    /// A short name for logs and metric labels: the
+    /// [store error kind's](StoreErrorKind::as_str) (`timeout`,
+    /// `unavailable`, `connection`, `tls`, `permission`, `server`,
+    /// `scripting`, `protocol`), or `circuit_open`.
     pub fn as_str(&self) -> &'static str {
         match self {
             FailureKind::Timeout => "timeout",
             FailureKind::Unavailable => "unavailable",
             FailureKind::Connection => "connection",
+            FailureKind::Tls => "tls",
+            FailureKind::Permission => "permission",
             FailureKind::Server => "server",
+            FailureKind::Scripting => "scripting",
             FailureKind::Protocol => "protocol",
             FailureKind::CircuitOpen => "circuit_open",
         }
@@ -209,7 +225,10 @@ mod tests {
 
     #[test]
     fn kinds_of_store_errors() {
-        assert_eq!(FailureKind::of(&StoreError::Timeout), FailureKind::Timeout);
+        assert_eq!(
+            FailureKind::of(&StoreError::timeout()),
+            FailureKind::Timeout
+        );
         let reset =
             redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
         assert_eq!(FailureKind::of(&reset.into()), FailureKind::Connection);
@@ -217,8 +236,10 @@ mod tests {
         assert_eq!(FailureKind::of(&timed_out.into()), FailureKind::Timeout);
         let oom = redis::RedisError::from((redis::ErrorKind::Client, "OOM"));
         assert_eq!(FailureKind::of(&oom.into()), FailureKind::Server);
+        let noperm = redis::RedisError::from((redis::ErrorKind::Client, "x"));
+        assert_eq!(FailureKind::of(&noperm.into()), FailureKind::Server);
         assert_eq!(
-            FailureKind::of(&StoreError::Unavailable("down".into())),
+            FailureKind::of(&StoreError::new(StoreErrorKind::Unavailable, "down")),
             FailureKind::Unavailable
         );
     }

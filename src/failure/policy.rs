@@ -60,7 +60,7 @@ pub enum FailurePolicy {
     Fallback(FallbackLimiter),
     /// Return the store's error to the caller ([`Error::Store`](crate::Error::Store)): for
     /// library users who decide themselves. While the circuit is open the
-    /// error is [`StoreError::Unavailable`](crate::store::StoreError::Unavailable).
+    /// error is of kind [`StoreErrorKind::Unavailable`](crate::store::StoreErrorKind::Unavailable).
     /// The layers answer 503.
     ReturnError,
 }

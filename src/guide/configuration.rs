@@ -25,7 +25,7 @@
 //! | a fallback | a [`Limiter`](crate::Limiter) for a rate limiter, a [`ConcurrencyLimiter`](crate::concurrency::ConcurrencyLimiter) for a concurrency limiter | `on_store_failure` |
 //! | a concurrency limit | 1 to 2^20 requests in flight | `max` |
 //! | a circuit breaker | at least 1 failure | `failures` |
-//! | a Redis URL, cluster nodes | what redis-rs parses (`redis://`, `unix://`; not `rediss://`: floodgate's redis-rs has no TLS), at least one node | `url`, `nodes` |
+//! | a Redis URL, cluster nodes | `redis://`, `rediss://` (TLS), `redis+sentinel://`, `rediss+sentinel://`, `unix://`; at least one node; certificates that parse as PEM and a URL with TLS for them | `url`, `nodes`, `ca_certificate`, `client_certificate`, `sentinel_password` |
 //! | a header to key on | a valid header name; `max_len` at least 1 byte | `name`, `max_len` |
 //! | IP grouping | `ipv4_prefix` 1 to 32, `ipv6_prefix` 1 to 128 | `ipv4_prefix`, `ipv6_prefix` |
 //! | proxies trusted by count | `trusted_hops` at most 64 | `trusted_hops` |

@@ -18,6 +18,7 @@
 //! | what a request costs | 1 | [`costs`] |
 //! | several limits, tiers, counting by the response, in-flight limits | one limit | [`several_limits`] |
 //! | what happens when Redis is slow or down | fail open after 100 ms | [`failures`] |
+//! | which URL for your managed Redis, TLS, Sentinel, the ACL, the eviction policy, what to monitor | - | [`deploying`] |
 //! | what each decision is answered with (429, 503, ...), which headers go out, and what clients do with them | IETF `RateLimit` fields | [`headers_and_clients`] |
 //! | how to test your app with the limiter in it | - | [`testing`] |
 //! | how to watch it in production | metrics and spans off until you install a recorder or subscriber | [`metrics_and_tracing`] |
@@ -177,6 +178,7 @@ pub mod choosing_a_key;
 pub mod choosing_an_algorithm;
 pub mod configuration;
 pub mod costs;
+pub mod deploying;
 pub mod failures;
 pub mod headers_and_clients;
 pub mod metrics_and_tracing;

@@ -66,9 +66,10 @@
 //! machine, within 3 to 15 % of the bare Redis call; Redis spends about 10 µs
 //! of CPU per decision, so one Redis core takes on the order of 100 000 per
 //! second. Authentication and the database are in the URL
-//! (`redis://user:password@host:6379/0`). floodgate's redis-rs is built
-//! without TLS: `rediss://` is refused (see
-//! [`configuration`](super::configuration)).
+//! (`redis://user:password@host:6379/0`); TLS is `rediss://`, Sentinel
+//! `redis+sentinel://`: the URL for each managed service, the ACL
+//! floodgate needs and the eviction policy to choose are in
+//! [`deploying`](super::deploying).
 //!
 //! # One function, one key per client
 //!

@@ -40,7 +40,7 @@ impl Settings {
     pub(crate) fn new(store: Store, name: &str) -> Self {
         Self {
             store,
-            prefix: "floodgate".into(),
+            prefix: crate::store::key::DEFAULT_PREFIX.into(),
             name: name.into(),
             clock: None,
             timeout: failure::DEFAULT_TIMEOUT,

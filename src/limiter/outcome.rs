@@ -2,7 +2,7 @@
 //! what they add up to.
 
 use crate::algorithm::Reply;
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreErrorKind};
 use crate::{Decision, Reason};
 use smallvec::SmallVec;
 
@@ -153,7 +153,7 @@ impl Outcome {
 
 /// The error of a store that replied no decision.
 pub(super) fn none() -> crate::Error {
-    StoreError::Protocol("no decision in the reply".into()).into()
+    StoreError::new(StoreErrorKind::Protocol, "no decision in the reply").into()
 }
 
 /// What the limits of one call add up to, not yet read as a [`Decision`]:

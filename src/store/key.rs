@@ -10,6 +10,9 @@ use std::fmt::Write;
 /// User keys longer than this (after escaping) are replaced by a hash.
 pub(crate) const MAX_KEY_BYTES: usize = 128;
 
+/// The prefix of every key a limiter writes unless told otherwise.
+pub(crate) const DEFAULT_PREFIX: &str = "floodgate";
+
 /// The head of every key of one limit: `{prefix}:{name}:{tag}:`.
 pub(crate) fn head(prefix: &str, name: &str, tag: &str) -> String {
     let mut out = String::with_capacity(prefix.len() + name.len() + tag.len() + 3);

@@ -19,12 +19,17 @@
 //! # Ok(()) }
 //! ```
 
+mod error;
 pub(crate) mod key;
 mod memory;
 mod remote;
 
+pub use self::error::{StoreError, StoreErrorKind};
 pub use self::memory::{MemoryStats, MemoryStore, DEFAULT_MAX_KEYS};
-pub use self::remote::{RedisClusterStore, RedisStore};
+pub use self::remote::{
+    NodeReport, ProbeReport, RedisClusterStore, RedisClusterStoreBuilder, RedisStore,
+    RedisStoreBuilder,
+};
 /// The Redis client floodgate is built with (redis-rs 1.x), re-exported on
 /// purpose: to configure a cluster client yourself
 /// ([`RedisClusterStore::from_client`]), and to read the Redis error of a
@@ -163,53 +168,4 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn namespace(&self, head: &str) -> Namespace;
     /// Decide `batch`.
     fn decide(&self, batch: &Batch<'_>) -> Answer;
-}
-
-/// A store could not make a decision.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The call took longer than the limiter's timeout.
-    Timeout,
-    /// No connection could be had (Redis down, refused, or reconnecting).
-    Unavailable(String),
-    /// The connection broke during the call (reset, closed, I/O error).
-    Connection(redis::RedisError),
-    /// Redis answered with an error (e.g. `OOM`, `BUSY`, `READONLY`).
-    Server(redis::RedisError),
-    /// Redis answered something floodgate's code never returns.
-    Protocol(String),
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreError::Timeout => f.write_str("the store did not answer in time"),
-            StoreError::Unavailable(e) => write!(f, "no connection to the store: {e}"),
-            StoreError::Connection(e) => write!(f, "connection to redis broke: {e}"),
-            StoreError::Server(e) => write!(f, "redis: {e}"),
-            StoreError::Protocol(e) => write!(f, "unexpected answer from the store: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StoreError::Connection(e) | StoreError::Server(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<redis::RedisError> for StoreError {
-    fn from(e: redis::RedisError) -> Self {
-        if e.is_timeout() {
-            StoreError::Timeout
-        } else if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-            StoreError::Connection(e)
-        } else {
-            StoreError::Server(e)
-        }
-    }
 }

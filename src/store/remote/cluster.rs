@@ -1,19 +1,22 @@
 //! [`RedisClusterStore`], and its transport: one redis-rs cluster
 //! connection, every call routed by its key to the shard that owns it.
 
-use super::invoke::{Remote, Transport};
+use super::builder::RedisClusterStoreBuilder;
+use super::connect::{Connector, Links};
+use super::invoke::Remote;
 use super::library::load_library;
-use super::NO_RUNTIME;
+use super::probe::ProbeReport;
 use crate::store::{Store, StoreError};
 use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
-use redis::{Cmd, Value};
+use redis::cluster_routing::{
+    MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr,
+};
+use redis::{Cmd, RedisError, Value};
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
-use tokio::sync::Notify;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Retries of one call (redirections, backoffs, reconnections) before its
 /// error reaches the caller.
@@ -128,21 +131,24 @@ const OVERALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// Needs a Tokio runtime, with its time driver (`#[tokio::main]` has both):
 /// the connection is made on a Tokio task and calls are timed by Tokio.
 /// Called outside one, it does not panic: each decision fails with
-/// [`StoreError::Unavailable`], "no Tokio runtime", and the failure policy
-/// answers.
+/// an error of kind [`Unavailable`](crate::store::StoreErrorKind::Unavailable),
+/// "no Tokio runtime", and the failure policy answers.
 #[derive(Clone)]
 pub struct RedisClusterStore {
-    pub(super) remote: Remote<ClusterTransport>,
+    pub(super) remote: Remote<Links<ClusterConnector>>,
 }
 
 impl RedisClusterStore {
     /// A store over the cluster that `nodes` belong to
-    /// (`redis://[user:password@]host:port` each). One reachable node is
-    /// enough: the others are discovered. Uses floodgate's retry and timeout
-    /// settings, see [`client_builder`](Self::client_builder).
+    /// (`redis://[user:password@]host:port` each, or `rediss://` for TLS,
+    /// verified against the platform's trust store; a CA of your own or a
+    /// client certificate: [`builder`](Self::builder)). One reachable node
+    /// is enough: the others are discovered. Uses floodgate's retry and
+    /// timeout settings, see [`client_builder`](Self::client_builder).
     ///
     /// Nothing is connected yet: this fails only on a malformed URL (an
-    /// error naming `nodes`), not when the cluster is down.
+    /// error naming `nodes`), not when the cluster is down. Call
+    /// [`probe`](Self::probe) to find out at start-up.
     ///
     /// # Errors
     /// A [`ConfigError`] naming `nodes` when one is not a Redis URL.
@@ -151,11 +157,17 @@ impl RedisClusterStore {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let urls: Vec<String> = nodes.into_iter().map(|s| s.as_ref().to_owned()).collect();
-        let client = Self::client_builder(urls)
-            .build()
-            .map_err(|e| ConfigError::new("nodes", format!("not Redis URLs: {e}")))?;
-        Ok(Self::from_client(client))
+        Self::builder(nodes).build()
+    }
+
+    /// A builder for a store over the cluster that `nodes` belong to, for
+    /// what the URLs cannot say: a CA and a client certificate for TLS.
+    pub fn builder<I, S>(nodes: I) -> RedisClusterStoreBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        RedisClusterStoreBuilder::new(nodes.into_iter().map(|s| s.as_ref().to_owned()).collect())
     }
 
     /// A store over the cluster that the node at `url` belongs to; the same
@@ -173,8 +185,12 @@ impl RedisClusterStore {
     /// for what you do not set. The client is redis-rs's, re-exported as
     /// [`floodgate::store::redis`](crate::store::redis).
     pub fn from_client(client: ClusterClient) -> Self {
+        super::server::tls_provider();
+        // One cluster connection: it multiplexes all calls over one TCP
+        // connection per node. Bounded like any call (`OVERALL_TIMEOUT`).
+        let links = Links::new(ClusterConnector::new(client), 1, OVERALL_TIMEOUT);
         Self {
-            remote: Remote::new(ClusterTransport::new(client)),
+            remote: Remote::new(links),
         }
     }
 
@@ -202,7 +218,67 @@ impl RedisClusterStore {
 
     /// The cluster client.
     pub fn client(&self) -> &ClusterClient {
-        self.remote.transport().client()
+        self.remote.transport().connector().client()
+    }
+}
+
+impl RedisClusterStore {
+    /// Connect now, and say what is there: every node (server, version,
+    /// role, TLS, `maxmemory` and eviction policy, with a warning when it
+    /// may evict floodgate's keys), and whether decisions run as functions
+    /// or scripts; floodgate's code runs once on a key under the default
+    /// prefix `floodgate`, as a decision does (that key expires within
+    /// 2 s). See [`RedisStore::probe`](super::RedisStore::probe).
+    ///
+    /// # Errors
+    /// As [`RedisStore::probe`](super::RedisStore::probe).
+    pub async fn probe(&self) -> Result<ProbeReport, StoreError> {
+        self.probe_prefix(crate::store::key::DEFAULT_PREFIX).await
+    }
+
+    /// [`probe`](Self::probe), for limiters built with
+    /// [`prefix(prefix)`](crate::LimiterBuilder::prefix).
+    ///
+    /// # Errors
+    /// As [`RedisStore::probe`](super::RedisStore::probe).
+    pub async fn probe_prefix(&self, prefix: &str) -> Result<ProbeReport, StoreError> {
+        let probe = async {
+            let mut conn = self.remote.transport().get().await?;
+            let tls = self.remote.transport().connector().tls();
+            let all = || RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, None));
+            let hello = conn.route_command(redis::cmd("HELLO"), all()).await;
+            let info = conn.route_command(redis::cmd("INFO"), all()).await;
+            let hello = hello.ok().map(per_node).unwrap_or_default();
+            let info = info.ok().map(per_node).unwrap_or_default();
+            let mut addresses: Vec<&String> = hello.keys().chain(info.keys()).collect();
+            addresses.sort();
+            addresses.dedup();
+            let mut warnings = Vec::new();
+            let nodes = addresses
+                .into_iter()
+                .map(|a| {
+                    let (h, i) = (hello.get(a), info.get(a));
+                    super::probe::node(a.clone(), tls, h, i, &mut warnings)
+                })
+                .collect();
+            super::probe::decide_once(&self.remote, prefix, nodes, warnings).await
+        };
+        tokio::time::timeout(super::probe::PROBE_TIMEOUT, probe)
+            .await
+            .unwrap_or_else(|_| Err(StoreError::timeout()))
+    }
+}
+
+/// A reply from every node, by node address. Replicas' `role` says so.
+fn per_node(v: Value) -> std::collections::BTreeMap<String, Value> {
+    let text = |k: &Value| match k {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        other => format!("{other:?}"),
+    };
+    match v {
+        Value::Map(items) => items.into_iter().map(|(k, v)| (text(&k), v)).collect(),
+        other => [("?".to_owned(), other)].into_iter().collect(),
     }
 }
 
@@ -214,146 +290,67 @@ impl From<RedisClusterStore> for Store {
 
 impl fmt::Debug for RedisClusterStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.remote.fmt(f)
+        f.debug_tuple("RedisClusterStore")
+            .field(&self.remote)
+            .finish()
     }
 }
 
-/// After a failed connection attempt, calls fail at once for this long.
-const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
-
-/// The cluster connection, made on first use by a task of its own.
-pub(super) struct ClusterTransport {
+/// Makes the cluster connection: one redis-rs cluster connection, which
+/// keeps a connection to each node and the slot map up to date by itself.
+pub(super) struct ClusterConnector {
     client: ClusterClient,
-    cell: Arc<Cell>,
+    tls: bool,
 }
 
-struct Cell {
-    state: Mutex<Conn>,
-    /// Wakes the callers waiting for a connection attempt to end.
-    notify: Notify,
-}
-
-/// The one cluster connection: once made, redis-rs keeps it up (it
-/// reconnects to nodes and refreshes the slot map by itself).
-#[derive(Default)]
-enum Conn {
-    /// Never tried.
-    #[default]
-    Idle,
-    /// The last attempt failed at that time, for that reason.
-    Failed(Instant, String),
-    /// A background task is connecting.
-    Connecting,
-    Ready(ClusterConnection),
-}
-
-impl ClusterTransport {
+impl ClusterConnector {
     pub(super) fn new(client: ClusterClient) -> Self {
-        Self {
-            client,
-            cell: Arc::new(Cell {
-                state: Mutex::new(Conn::Idle),
-                notify: Notify::new(),
-            }),
-        }
+        // redis-rs has no accessor for it: its description names the
+        // initial nodes' addresses, `TcpTls { .. }` for TLS.
+        let tls = format!("{client:?}").contains("TcpTls");
+        Self { client, tls }
     }
 
     pub(super) fn client(&self) -> &ClusterClient {
         &self.client
     }
 
-    /// The shared connection, made by a task of its own so that a caller
-    /// that gives up (the limiter's timeout) does not cancel it. After a
-    /// failed attempt, calls fail at once for 100 ms: no storm of
-    /// connection attempts at a cluster that is down.
-    async fn connection(&self) -> Result<ClusterConnection, StoreError> {
-        let cell = &self.cell;
-        loop {
-            // Registered before looking, so the end of an attempt is not missed.
-            let notified = cell.notify.notified();
-            {
-                let mut state = lock(&cell.state);
-                match &*state {
-                    Conn::Ready(conn) => return Ok(conn.clone()),
-                    Conn::Connecting => {}
-                    Conn::Failed(at, why) if at.elapsed() < RECONNECT_INTERVAL => {
-                        return Err(StoreError::Unavailable(why.clone()))
-                    }
-                    Conn::Idle | Conn::Failed(..) => {
-                        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-                            return Err(StoreError::Unavailable(NO_RUNTIME.into()));
-                        };
-                        *state = Conn::Connecting;
-                        drop(rt.spawn(connect(self.client.clone(), cell.clone())));
-                    }
-                }
-            }
-            notified.await;
-        }
+    /// Whether the nodes are reached over TLS.
+    pub(super) fn tls(&self) -> bool {
+        self.tls
     }
 }
 
-impl Transport for ClusterTransport {
+impl Connector for ClusterConnector {
+    type Conn = ClusterConnection;
+
+    async fn connect(&self) -> Result<ClusterConnection, StoreError> {
+        self.client
+            .get_async_connection()
+            .await
+            .map_err(|e| StoreError::connect("the redis cluster", e))
+    }
+
     /// Calls of one key run in the order they were sent: redis-rs keeps one
     /// connection per node.
-    async fn send(&self, cmd: &Cmd, _ordered: bool) -> Result<Value, StoreError> {
-        let mut conn = self.connection().await?;
-        Ok(super::redirect::query(&mut conn, cmd).await?)
+    async fn send(conn: &mut ClusterConnection, cmd: &Cmd) -> Result<Value, RedisError> {
+        super::redirect::query(conn, cmd).await
     }
 
     /// Load the library on the primary that owns `key`'s slot (by the slot
     /// map: not a fan-out, which would fail whenever any node is down).
-    async fn load(&self, key: Option<&[u8]>) -> Result<(), StoreError> {
-        let mut conn = self.connection().await?;
+    async fn load(conn: &mut ClusterConnection, key: Option<&[u8]>) -> Result<Value, RedisError> {
         let slot = Slot::for_key(key.unwrap_or_default());
         let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_slot(
             slot,
             SlotAddr::Master,
         )));
-        conn.route_command(load_library(), route).await?;
-        Ok(())
+        conn.route_command(load_library(), route).await
     }
 }
 
-/// One connection attempt; whatever happens to the task, its end is
-/// recorded and the waiting callers are woken.
-async fn connect(client: ClusterClient, cell: Arc<Cell>) {
-    struct Attempt {
-        cell: Arc<Cell>,
-        result: Option<Conn>,
-    }
-    impl Drop for Attempt {
-        fn drop(&mut self) {
-            let end = self.result.take().unwrap_or_else(|| {
-                Conn::Failed(Instant::now(), "connection attempt abandoned".into())
-            });
-            *lock(&self.cell.state) = end;
-            self.cell.notify.notify_waiters();
-        }
-    }
-    let mut attempt = Attempt { cell, result: None };
-    attempt.result = Some(match client.get_async_connection().await {
-        Ok(conn) => Conn::Ready(conn),
-        Err(e) => Conn::Failed(
-            Instant::now(),
-            format!("cannot connect to the redis cluster: {e}"),
-        ),
-    });
-}
-
-fn lock(state: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
-    state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl fmt::Debug for ClusterTransport {
+impl fmt::Debug for ClusterConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisClusterStore")
-            .field(
-                "connected",
-                &matches!(*lock(&self.cell.state), Conn::Ready(_)),
-            )
-            .finish_non_exhaustive()
+        f.write_str("the redis cluster")
     }
 }

@@ -14,7 +14,7 @@
 //! a call that may have run.
 
 use super::library::{first_key, reform, replies, Call, Function};
-use crate::store::{Answer, Backend, Batch, Namespace, StoreError};
+use crate::store::{Answer, Backend, Batch, Namespace, StoreError, StoreErrorKind};
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
 use std::fmt;
 use std::future::Future;
@@ -79,32 +79,47 @@ impl<T: Transport> Remote<T> {
         &self.shared.transport
     }
 
+    /// Whether calls are `FCALL`s (until one found that functions cannot
+    /// be used here).
+    pub(super) fn uses_functions(&self) -> bool {
+        !self.shared.no_functions.load(Ordering::Relaxed)
+    }
+
     /// `cmd` (an `FCALL` of `function`), as the module documentation says.
     async fn invoke(&self, function: &'static Function, cmd: Cmd) -> Result<Value, StoreError> {
         let shared = &*self.shared;
         let ordered = function.ordered;
         if !shared.no_functions.load(Ordering::Relaxed) {
             match shared.transport.send(&cmd, ordered).await {
-                Err(StoreError::Server(e)) if no_function_here(&e) => {
+                Err(e) if e.redis().is_some_and(no_function_here) => {
                     shared.no_functions.store(true, Ordering::Relaxed);
                 }
-                Err(StoreError::Server(e)) if function_missing(&e) => {
+                Err(e) if e.redis().is_some_and(function_missing) => {
                     self.load_in_background(&cmd);
                     let eval = reform(&cmd, "EVAL", &function.source);
-                    return shared.transport.send(&eval, ordered).await;
+                    return shared
+                        .transport
+                        .send(&eval, ordered)
+                        .await
+                        .map_err(scripting);
                 }
                 other => return other,
             }
         }
         let evalsha = reform(&cmd, "EVALSHA", function.script.get_hash());
         match shared.transport.send(&evalsha, ordered).await {
-            Err(StoreError::Server(e))
-                if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) =>
+            Err(e)
+                if e.redis()
+                    .is_some_and(|e| e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)) =>
             {
                 let eval = reform(&cmd, "EVAL", &function.source);
-                shared.transport.send(&eval, ordered).await
+                shared
+                    .transport
+                    .send(&eval, ordered)
+                    .await
+                    .map_err(scripting)
             }
-            other => other,
+            other => other.map_err(scripting),
         }
     }
 
@@ -128,10 +143,10 @@ impl<T: Transport> Remote<T> {
             let shared = &done.0;
             let load = shared.transport.load(key.as_deref());
             match tokio::time::timeout(LOAD_TIMEOUT, load).await {
-                Ok(Err(StoreError::Server(e))) if no_function_here(&e) => {
+                Ok(Err(e)) if e.redis().is_some_and(no_function_here) => {
                     shared.no_functions.store(true, Ordering::Relaxed);
                 }
-                Ok(Err(StoreError::Server(e))) if already_loaded(&e) => {}
+                Ok(Err(e)) if e.redis().is_some_and(already_loaded) => {}
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "floodgate: loading the function library failed; calls go on as EVAL");
                 }
@@ -170,11 +185,13 @@ impl<T: Transport> Backend for Remote<T> {
             };
             let v = this.invoke(function, cmd).await;
             // Only a broken connection leaves it unknown whether the call ran.
-            if !matches!(v, Err(StoreError::Connection(_))) {
+            if !matches!(&v, Err(e) if e.is_connection()) {
                 undo.cmd = None;
             }
             let v = v?;
-            replies(&v, n).ok_or_else(|| StoreError::Protocol(format!("unexpected reply {v:?}")))
+            replies(&v, n).ok_or_else(|| {
+                StoreError::new(StoreErrorKind::Protocol, format!("unexpected reply {v:?}"))
+            })
         }))
     }
 }
@@ -223,10 +240,30 @@ fn function_missing(e: &RedisError) -> bool {
             .is_some_and(|d| d.starts_with("Function not found"))
 }
 
+/// A script that cannot run because the server runs no scripts at all
+/// (`unknown command` for `EVALSHA` and `EVAL`: Lua left out, or renamed
+/// away) is [`StoreErrorKind::Scripting`].
+fn scripting(e: StoreError) -> StoreError {
+    let unknown = e.redis().is_some_and(|r| {
+        r.code() == Some("ERR") && r.detail().is_some_and(|d| d.starts_with("unknown command"))
+    });
+    if unknown {
+        let why = "the server runs neither functions nor Lua scripts (FCALL, EVALSHA, EVAL)";
+        StoreError::new(StoreErrorKind::Scripting, why)
+    } else {
+        e
+    }
+}
+
 /// Functions cannot be used here: no `FCALL` (before Redis 7), or `FCALL`
 /// or `FUNCTION LOAD` not allowed to this user (ACL). Scripts may still be.
 fn no_function_here(e: &RedisError) -> bool {
     let unknown =
         e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"));
-    unknown || e.code() == Some("NOPERM")
+    // "NOPERM User u has no permissions to run the 'fcall' command"; a key
+    // outside the user's patterns is another NOPERM, which scripts meet too.
+    let forbidden = e.code() == Some("NOPERM")
+        && e.detail()
+            .is_some_and(|d| d.contains("'fcall'") || d.contains("'function"));
+    unknown || forbidden
 }

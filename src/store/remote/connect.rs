@@ -1,20 +1,24 @@
-//! The connections of a [`RedisStore`](super::RedisStore): a few
-//! multiplexed connections shared round-robin by all calls.
+//! The one connect machinery of the Redis stores: a few shared connections
+//! ([`Links`]), made by a [`Connector`] (one server, over TCP or TLS; the
+//! primary the sentinels name; a cluster), used round-robin by all calls.
 //!
-//! A multiplexed connection pipelines concurrent calls by itself, so a
-//! decision costs exactly one round trip: no checkout, no `PING` to recycle
-//! a connection. Connections are made lazily, in the background, one
-//! attempt per slot at a time and at most one every 100 ms; a connection
-//! that breaks is dropped and replaced, and one on which every call has
-//! been given up for 2 s (a peer that vanished without closing it) too.
+//! Each connection pipelines concurrent calls by itself, so a decision
+//! costs exactly one round trip: no checkout, no `PING` to recycle a
+//! connection. Connections are made lazily, in the background, one attempt
+//! per slot at a time, each within the connect timeout; after a failed
+//! attempt, calls that need that slot fail at once for 100 ms (no storm of
+//! reconnects at a Redis that is down). A connection that breaks is
+//! dropped and replaced, and so is one on which every call has been given
+//! up for 2 s (a peer that vanished without closing it), and one that
+//! answers `READONLY` (a primary demoted by a failover: the connector asks
+//! again where the primary is).
 
 use super::invoke::Transport;
-use super::library::load_library;
 use super::NO_RUNTIME;
-use crate::store::StoreError;
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, Cmd, RedisError, Value};
+use crate::store::{StoreError, StoreErrorKind};
+use redis::{Cmd, RedisError, Value};
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -29,22 +33,48 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(100);
 /// long, with no answer in between, is replaced.
 const STALL_LIMIT_MS: u64 = 2_000;
 
-/// The connections to one Redis server. Cheap to clone.
-#[derive(Clone)]
-pub(super) struct Connections {
-    shared: Arc<Shared>,
+/// Makes connections: to one server, to the primary the sentinels name,
+/// or to a cluster.
+pub(super) trait Connector: Send + Sync + fmt::Debug + 'static {
+    /// One connection, shared by concurrent calls (multiplexed).
+    type Conn: Clone + Send + Sync + 'static;
+    /// Make a connection (bounded by the caller).
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
+    /// Send `cmd` on `conn`.
+    fn send(
+        conn: &mut Self::Conn,
+        cmd: &Cmd,
+    ) -> impl Future<Output = Result<Value, RedisError>> + Send;
+    /// Load floodgate's library where `key` lives (anywhere without one).
+    fn load(
+        conn: &mut Self::Conn,
+        key: Option<&[u8]>,
+    ) -> impl Future<Output = Result<Value, RedisError>> + Send;
 }
 
-struct Shared {
-    client: Client,
-    slots: Box<[Slot]>,
+/// A few shared connections made by one connector. Cheap to clone.
+pub(super) struct Links<C: Connector> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C: Connector> Clone for Links<C> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+struct Shared<C: Connector> {
+    connector: Arc<C>,
+    slots: Box<[Slot<C::Conn>]>,
     next: AtomicUsize,
     connect_timeout: Duration,
     epoch: Instant,
 }
 
-struct Slot {
-    state: Mutex<SlotState>,
+struct Slot<T> {
+    state: Mutex<SlotState<T>>,
     /// Wakes callers waiting for a connection attempt to end.
     notify: Notify,
     /// `Shared::now_ms` of the first call given up on since the last answer
@@ -52,18 +82,32 @@ struct Slot {
     stalled_since: AtomicU64,
 }
 
-#[derive(Default)]
-struct SlotState {
-    live: Option<(MultiplexedConnection, u64)>,
+struct SlotState<T> {
+    live: Option<(T, u64)>,
     /// A background task is making this slot's connection.
     connecting: bool,
     /// When the last attempt failed, and why.
-    failed: Option<(Instant, String)>,
+    failed: Option<(Instant, StoreError)>,
     generation: u64,
 }
 
-impl Connections {
-    pub(super) fn new(client: Client, n: usize, connect_timeout: Duration) -> Self {
+impl<T> Default for SlotState<T> {
+    fn default() -> Self {
+        Self {
+            live: None,
+            connecting: false,
+            failed: None,
+            generation: 0,
+        }
+    }
+}
+
+impl<C: Connector> Links<C> {
+    pub(super) fn new(connector: C, n: usize, connect_timeout: Duration) -> Self {
+        Self::shared(Arc::new(connector), n, connect_timeout)
+    }
+
+    fn shared(connector: Arc<C>, n: usize, connect_timeout: Duration) -> Self {
         let slots = (0..n.max(1))
             .map(|_| Slot {
                 state: Mutex::new(SlotState::default()),
@@ -73,7 +117,7 @@ impl Connections {
             .collect();
         Self {
             shared: Arc::new(Shared {
-                client,
+                connector,
                 slots,
                 next: AtomicUsize::new(0),
                 connect_timeout,
@@ -82,9 +126,21 @@ impl Connections {
         }
     }
 
-    /// The same server with other settings, and connections of its own.
+    /// The same connector with other settings, and connections of its own.
     pub(super) fn with(&self, n: usize, connect_timeout: Duration) -> Self {
-        Self::new(self.shared.client.clone(), n, connect_timeout)
+        Self::shared(self.shared.connector.clone(), n, connect_timeout)
+    }
+
+    pub(super) fn connector(&self) -> &C {
+        &self.shared.connector
+    }
+
+    /// A connection, as a call gets one (made now if need be).
+    pub(super) async fn get(&self) -> Result<C::Conn, StoreError> {
+        let shared = &self.shared;
+        Shared::connection(shared, shared.pick(), false)
+            .await
+            .map(|(conn, _, _)| conn)
     }
 
     pub(super) fn count(&self) -> usize {
@@ -96,38 +152,36 @@ impl Connections {
     }
 }
 
-impl Transport for Connections {
+impl<C: Connector> Transport for Links<C> {
     /// `cmd` on a shared connection (`ordered`: always the first one). A
     /// connection found broken (reset, closed, killed) is replaced, and the
     /// call repeated once on its replacement: if Redis had run it before the
     /// connection broke, the request is charged twice (strict, never loose).
+    /// A connection that answers `READONLY` (to a primary since demoted;
+    /// the call did not run) is replaced too, and the call repeated once.
     async fn send(&self, cmd: &Cmd, ordered: bool) -> Result<Value, StoreError> {
         let shared = &self.shared;
         let mut i = if ordered { 0 } else { shared.pick() };
         let mut retried = false;
         loop {
-            let (mut conn, slot, generation) = Shared::connection(shared, i, retried || ordered)
-                .await
-                .map_err(StoreError::Unavailable)?;
+            let (mut conn, slot, generation) =
+                Shared::connection(shared, i, retried || ordered).await?;
             let watch = Watch {
                 shared,
                 slot,
                 generation,
                 answered: false,
             };
-            let result = conn
-                .send_packed_command(cmd)
-                .await
-                .and_then(Value::extract_error);
+            let result = C::send(&mut conn, cmd).await.and_then(Value::extract_error);
             watch.answered();
             match result {
-                Err(e) if broken(&e) && !retried => {
+                Err(e) if (broken(&e) || demoted(&e)) && !retried => {
                     shared.detach(slot, generation);
                     retried = true;
                     i = slot;
                 }
                 Err(e) => {
-                    if broken(&e) {
+                    if broken(&e) || demoted(&e) {
                         shared.detach(slot, generation);
                     }
                     return Err(e.into());
@@ -137,12 +191,14 @@ impl Transport for Connections {
         }
     }
 
-    async fn load(&self, _key: Option<&[u8]>) -> Result<(), StoreError> {
-        self.send(&load_library(), false).await.map(drop)
+    async fn load(&self, key: Option<&[u8]>) -> Result<(), StoreError> {
+        let mut conn = self.get().await?;
+        C::load(&mut conn, key).await?;
+        Ok(())
     }
 }
 
-impl Shared {
+impl<C: Connector> Shared<C> {
     fn pick(&self) -> usize {
         match self.slots.len() {
             1 => 0,
@@ -162,7 +218,7 @@ impl Shared {
         this: &Arc<Self>,
         i: usize,
         fresh: bool,
-    ) -> Result<(MultiplexedConnection, usize, u64), String> {
+    ) -> Result<(C::Conn, usize, u64), StoreError> {
         let slot = &this.slots[i];
         if let Some((conn, generation)) = &lock(&slot.state).live {
             return Ok((conn.clone(), i, *generation));
@@ -186,7 +242,10 @@ impl Shared {
                                 st.connecting = true;
                                 drop(rt.spawn(Self::connect(this.clone(), i)));
                             }
-                            Err(_) => failed = Some(NO_RUNTIME.to_owned()),
+                            Err(_) => {
+                                failed =
+                                    Some(StoreError::new(StoreErrorKind::Unavailable, NO_RUNTIME));
+                            }
                         },
                     }
                 }
@@ -205,7 +264,7 @@ impl Shared {
     }
 
     /// Another slot's live connection, if any.
-    fn any_live(&self, but: usize) -> Option<(MultiplexedConnection, usize, u64)> {
+    fn any_live(&self, but: usize) -> Option<(C::Conn, usize, u64)> {
         let n = self.slots.len();
         (1..n).map(|k| (but + k) % n).find_map(|j| {
             let st = lock(&self.slots[j].state);
@@ -219,28 +278,26 @@ impl Shared {
         let mut attempt = Attempt {
             shared: &this,
             slot: i,
-            result: Some(Err("connection attempt abandoned".into())),
+            result: Some(Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                "connection attempt abandoned",
+            ))),
         };
-        // No response timeout of redis-rs' own: every call is bounded by its
-        // limiter's timeout, and a stalled connection is replaced (`Watch`).
-        let config = AsyncConnectionConfig::new()
-            .set_response_timeout(None)
-            .set_connection_timeout(None);
-        let connect = this
-            .client
-            .get_multiplexed_async_connection_with_config(&config);
+        let connect = this.connector.connect();
         let result = match tokio::time::timeout(this.connect_timeout, connect).await {
-            Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(format!("cannot connect to redis: {e}")),
-            Err(_) => Err(format!(
-                "cannot connect to redis within {:?}",
-                this.connect_timeout
+            Ok(result) => result,
+            Err(_) => Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!(
+                    "{:?}: no connection within {:?}",
+                    this.connector, this.connect_timeout
+                ),
             )),
         };
         attempt.result = Some(result);
     }
 
-    fn install(&self, i: usize, result: Result<MultiplexedConnection, String>) {
+    fn install(&self, i: usize, result: Result<C::Conn, StoreError>) {
         let slot = &self.slots[i];
         let mut st = lock(&slot.state);
         st.connecting = false;
@@ -268,13 +325,13 @@ impl Shared {
 }
 
 /// The end of a connection attempt, also when its task is dropped.
-struct Attempt<'a> {
-    shared: &'a Shared,
+struct Attempt<'a, C: Connector> {
+    shared: &'a Shared<C>,
     slot: usize,
-    result: Option<Result<MultiplexedConnection, String>>,
+    result: Option<Result<C::Conn, StoreError>>,
 }
 
-impl Drop for Attempt<'_> {
+impl<C: Connector> Drop for Attempt<'_, C> {
     fn drop(&mut self) {
         if let Some(result) = self.result.take() {
             self.shared.install(self.slot, result);
@@ -284,14 +341,14 @@ impl Drop for Attempt<'_> {
 
 /// Notices calls given up on (their future dropped, i.e. timed out) with no
 /// answer from the connection, and replaces a connection that stalled.
-struct Watch<'a> {
-    shared: &'a Shared,
+struct Watch<'a, C: Connector> {
+    shared: &'a Shared<C>,
     slot: usize,
     generation: u64,
     answered: bool,
 }
 
-impl Watch<'_> {
+impl<C: Connector> Watch<'_, C> {
     fn answered(mut self) {
         self.answered = true;
         let since = &self.shared.slots[self.slot].stalled_since;
@@ -301,7 +358,7 @@ impl Watch<'_> {
     }
 }
 
-impl Drop for Watch<'_> {
+impl<C: Connector> Drop for Watch<'_, C> {
     fn drop(&mut self) {
         if self.answered {
             return;
@@ -326,13 +383,19 @@ fn broken(e: &RedisError) -> bool {
     e.is_connection_dropped() || e.is_unrecoverable_error()
 }
 
+/// The server is a replica now: the connection leads to a primary that a
+/// failover demoted.
+fn demoted(e: &RedisError) -> bool {
+    e.code() == Some("READONLY")
+}
+
 /// A poisoned slot only means a thread panicked while holding it; the state
 /// is still consistent.
-fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
+fn lock<T>(m: &Mutex<SlotState<T>>) -> MutexGuard<'_, SlotState<T>> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl fmt::Debug for Connections {
+impl<C: Connector> fmt::Debug for Links<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.shared;
         let connected = s
@@ -340,7 +403,8 @@ impl fmt::Debug for Connections {
             .iter()
             .filter(|x| lock(&x.state).live.is_some())
             .count();
-        f.debug_struct("RedisStore")
+        f.debug_struct("Connections")
+            .field("to", &s.connector)
             .field("connections", &s.slots.len())
             .field("connected", &connected)
             .field("connect_timeout", &s.connect_timeout)
