@@ -9,6 +9,7 @@
 mod common;
 
 use common::cluster::{key_slot, RedisCluster};
+use common::load::Load;
 use common::twins;
 use common::T0;
 use floodgate::algorithm::*;
@@ -18,8 +19,7 @@ use floodgate::store::RedisClusterStore;
 use floodgate::{Limiter, LimiterBuilder};
 use proptest::prelude::*;
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
@@ -195,131 +195,22 @@ async fn an_unreachable_cluster_is_an_error_at_once() {
 // ---------------------------------------------------------------------------
 // Failover and resharding under load.
 
-/// Per-key admissions counted by the callers, and the outcome of every call.
-struct Load {
-    keys: Vec<String>,
-    admitted: Vec<AtomicU64>,
-    calls: AtomicU64,
-    degraded: AtomicU64,
-    errors: AtomicU64,
-    /// The first few errors, to show.
-    seen: std::sync::Mutex<Vec<String>>,
-    stop: AtomicBool,
-}
-
-/// Counters at one moment.
-#[derive(Debug, Clone, Copy)]
-struct Counts {
-    calls: u64,
-    degraded: u64,
-    errors: u64,
-}
-
-impl Load {
-    fn new(keys: Vec<String>) -> Arc<Self> {
-        Arc::new(Self {
-            admitted: keys.iter().map(|_| AtomicU64::new(0)).collect(),
-            keys,
-            calls: AtomicU64::new(0),
-            degraded: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            seen: Default::default(),
-            stop: AtomicBool::new(false),
-        })
-    }
-
-    /// `tasks` tasks calling `check(key, 1)` over all keys until `stop`.
-    fn spawn<A: Algorithm>(
-        self: &Arc<Self>,
-        limiter: &Limiter<A>,
-        tasks: usize,
-    ) -> Vec<tokio::task::JoinHandle<()>> {
-        (0..tasks)
-            .map(|t| {
-                let (load, limiter) = (self.clone(), limiter.clone());
-                tokio::spawn(async move {
-                    let mut i = t;
-                    while !load.stop.load(Ordering::Relaxed) {
-                        let k = i % load.keys.len();
-                        i += 7;
-                        load.calls.fetch_add(1, Ordering::Relaxed);
-                        match limiter.check(&load.keys[k], 1).await {
-                            Ok(d) => {
-                                if d.allowed() {
-                                    load.admitted[k].fetch_add(1, Ordering::Relaxed);
-                                }
-                                if d.is_degraded() {
-                                    load.degraded.fetch_add(1, Ordering::Relaxed);
-                                    tokio::time::sleep(Duration::from_millis(2)).await;
-                                }
-                            }
-                            Err(e) => {
-                                load.errors.fetch_add(1, Ordering::Relaxed);
-                                load.note(e.to_string());
-                                tokio::time::sleep(Duration::from_millis(2)).await;
-                            }
-                        }
-                    }
-                })
-            })
-            .collect()
-    }
-
-    fn note(&self, error: String) {
-        let mut seen = self.seen.lock().unwrap();
-        if seen.len() < 5 {
-            seen.push(error);
-        }
-    }
-
-    fn counts(&self) -> Counts {
-        Counts {
-            calls: self.calls.load(Ordering::Relaxed),
-            degraded: self.degraded.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Stop the tasks and wait for them: a panic in one fails the test.
-    async fn stop(&self, tasks: Vec<tokio::task::JoinHandle<()>>) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in tasks {
-            t.await.expect("a load task panicked");
-        }
-    }
-
-    /// Admissions per key, by key.
-    fn admitted(&self) -> Vec<(&str, u64)> {
-        self.keys
-            .iter()
-            .zip(&self.admitted)
-            .map(|(k, n)| (k.as_str(), n.load(Ordering::Relaxed)))
-            .collect()
-    }
-
-    /// Every key admitted at most `LIMIT`, and the store charged at least
-    /// what the callers saw admitted (it may have charged more: a call that
-    /// failed after its script ran, or one that ran twice). Returns how many
-    /// keys are full and how many were charged more than admitted.
-    async fn check_against(&self, store: RedisClusterStore, prefix: &str) -> (usize, usize) {
-        let truth = strict(Limiter::builder(store, frozen()))
-            .prefix(prefix)
-            .clock(ManualClock::new(T0))
-            .build()
-            .unwrap();
-        let (mut full, mut charged_more) = (0, 0);
-        for (k, n) in self.admitted() {
-            assert!(n <= LIMIT, "{k}: {n} admitted, the limit is {LIMIT}");
-            let d = truth.check(k, 0).await.expect("a decision");
-            assert!(
-                d.remaining() <= LIMIT - n,
-                "{k}: admissions forgotten: {n} admitted, {d:?}"
-            );
-            full += usize::from(n == LIMIT);
-            charged_more += usize::from(d.remaining() < LIMIT - n);
-        }
-        (full, charged_more)
-    }
+/// Every key admitted at most `LIMIT`, and the store charged at least
+/// what the callers saw admitted; how many keys are full and how many were
+/// charged more than admitted.
+async fn check_against(load: &Load, store: RedisClusterStore, prefix: &str) -> (usize, usize) {
+    let truth = strict(Limiter::builder(store, frozen()))
+        .prefix(prefix)
+        .clock(ManualClock::new(T0))
+        .build()
+        .unwrap();
+    let audit = load.check_against(&truth, LIMIT).await;
+    assert!(
+        audit.most_admitted <= LIMIT,
+        "a key admitted more than {LIMIT}: {audit:?}"
+    );
+    assert_eq!(audit.forgotten, 0, "admissions forgotten: {audit:?}");
+    (audit.full, audit.charged_more)
 }
 
 /// A limit that refills cannot reach during a test: a fixed window of an
@@ -383,7 +274,7 @@ async fn under_load_failover_keeps_the_limit_and_resumes_by_itself() {
     assert!(late.0 > 100, "too little traffic after the failover");
     assert_eq!(late.1, 0, "still degraded a second after the failover");
 
-    let (full, charged_more) = load.check_against(store(&cluster), "failover").await;
+    let (full, charged_more) = check_against(&load, store(&cluster), "failover").await;
     eprintln!(
         "failover test: {full} of {} keys full, {charged_more} charged more than admitted, {:?}",
         load.keys.len(),
@@ -455,7 +346,7 @@ async fn under_load_resharding_loses_nothing() {
         "errors reached the caller: {:?}",
         load.seen.lock().unwrap()
     );
-    let (full, charged_more) = load.check_against(store(&cluster), "reshard").await;
+    let (full, charged_more) = check_against(&load, store(&cluster), "reshard").await;
     eprintln!(
         "resharding test: {full} of {} keys full, {charged_more} charged more than admitted, {:?}",
         load.keys.len(),

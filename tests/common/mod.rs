@@ -9,6 +9,7 @@ pub mod child;
 pub mod cluster;
 pub mod experiments;
 pub mod http;
+pub mod load;
 pub mod sf;
 pub mod twins;
 
