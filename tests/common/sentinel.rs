@@ -74,15 +74,18 @@ impl SentinelSet {
     /// the sentinels' `auth-pass`), if given. The sentinels have none.
     pub fn start_with(password: Option<&str>) -> Self {
         let t = Instant::now();
-        let primary = RedisServer::start();
+        // No 5 s wait before a full sync (the default delay), on either
+        // node: each is the primary at some point.
+        let no_delay = ["--repl-diskless-sync-delay", "0"];
+        let primary = RedisServer::start_with(&no_delay);
         let primary_port = primary.port();
-        let replica = RedisServer::start_with(&[
-            "--replicaof",
-            "127.0.0.1",
-            &primary_port.to_string(),
-            "--repl-diskless-sync-delay",
-            "0",
-        ]);
+        let replica = RedisServer::start_with(
+            &[
+                &no_delay[..],
+                &["--replicaof", "127.0.0.1", &primary_port.to_string()],
+            ]
+            .concat(),
+        );
         let mut set = Self {
             dir: std::env::temp_dir().join(format!(
                 "floodgate-sentinel-{}-{primary_port}",
