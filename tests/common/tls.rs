@@ -382,16 +382,34 @@ pub fn tls_query<T: redis::FromRedisValue>(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_OPENSSL}"),
         Err(e) => panic!("could not run openssl s_client: {e}"),
     };
-    // The server answers QUIT and closes: s_client then exits.
+    // The server answers QUIT and closes: s_client then exits. A server
+    // that answers nothing (paused, gone) fails the query after 10 s.
     let _ = child.stdin.take().expect("stdin").write_all(&resp);
-    let out = child.wait_with_output()?;
-    if out.stdout.is_empty() {
-        return Err(std::io::Error::other(format!(
-            "no TLS reply from {port}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-        .into());
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut bytes);
+        bytes
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait()?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other(format!("no TLS reply from {port} in 10 s")).into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let value = redis::parse_redis_value(&out.stdout)?.extract_error()?;
+    let stdout = reader.join().expect("reader thread");
+    if stdout.is_empty() {
+        let mut stderr = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+        }
+        return Err(
+            std::io::Error::other(format!("no TLS reply from {port}: {}", stderr.trim())).into(),
+        );
+    }
+    let value = redis::parse_redis_value(&stdout)?.extract_error()?;
     Ok(redis::from_redis_value(value)?)
 }
