@@ -18,24 +18,12 @@ use std::fmt::Debug;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
-/// Every case of `strategy` through `case`, each on its own runtime and
-/// store, on one server per test (stopped when the test ends; a static
-/// would leak it).
+/// Every case of `strategy` through `case`, on one server per test.
 fn run_cases<T: Debug>(
     strategy: impl Strategy<Value = T>,
     case: impl Fn(&Runtime, RedisStore, T) -> Result<(), TestCaseError>,
 ) {
-    let redis = RedisServer::start();
-    twins::runner(500)
-        .run(&strategy, |value| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            let store = RedisStore::from_url(&redis.url()).unwrap();
-            case(&rt, store, value)
-        })
-        .unwrap();
+    twins::run_cases_on(RedisServer::start, strategy, case);
 }
 
 /// Keys per case.

@@ -6,7 +6,13 @@
 //! a small `sh` reaper does the same if the test process dies without
 //! unwinding (killed, aborted). A missing `redis-server` or `redis-cli`
 //! fails the test with the way to install them.
+//!
+//! [`RedisCluster::start_tls`]: the same over TLS only (`--port 0`, TLS
+//! client port, cluster bus and replication), `rediss://` node URLs; the
+//! harness then reaches the nodes with `openssl s_client`
+//! ([`super::tls::tls_query`]) and `redis-cli --tls`.
 
+use super::tls::{tls_query, TestCerts};
 use super::{free_port, INSTALL};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +33,8 @@ pub struct RedisCluster {
     nodes: Vec<Node>,
     dir: PathBuf,
     reaper: Option<Child>,
+    /// The certificates of a TLS cluster.
+    tls: Option<Arc<TestCerts>>,
 }
 
 /// One line of `CLUSTER NODES`.
@@ -50,7 +58,14 @@ fn spawn_or_install_hint(cmd: &mut Command, what: &str) -> Child {
     }
 }
 
-fn query<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
+fn query<T: redis::FromRedisValue>(
+    tls: Option<&TestCerts>,
+    port: u16,
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    if let Some(certs) = tls {
+        return tls_query(certs, port, args);
+    }
     let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}"))?.get_connection()?;
     let mut c = redis::cmd(args[0]);
     for a in &args[1..] {
@@ -110,6 +125,20 @@ impl RedisCluster {
 
     /// `primaries` primaries (at least 3) with `replicas` replicas each.
     pub fn start_with(primaries: usize, replicas: usize) -> Self {
+        Self::launch(primaries, replicas, None)
+    }
+
+    /// 3 primaries, one replica each, over TLS only with `certs`.
+    pub fn start_tls(certs: &Arc<TestCerts>) -> Self {
+        Self::start_tls_with(3, 1, certs)
+    }
+
+    /// [`RedisCluster::start_with`] over TLS only with `certs`.
+    pub fn start_tls_with(primaries: usize, replicas: usize, certs: &Arc<TestCerts>) -> Self {
+        Self::launch(primaries, replicas, Some(certs.clone()))
+    }
+
+    fn launch(primaries: usize, replicas: usize, tls: Option<Arc<TestCerts>>) -> Self {
         let t = Instant::now();
         let dir = std::env::temp_dir().join(format!(
             "floodgate-cluster-{}-{}",
@@ -121,6 +150,7 @@ impl RedisCluster {
             nodes: Vec::new(),
             dir,
             reaper: None,
+            tls,
         };
         for _ in 0..primaries * (1 + replicas) {
             let node = cluster.spawn_node();
@@ -131,10 +161,10 @@ impl RedisCluster {
             eventually(
                 &format!("redis-server on {} answers", n.port),
                 Duration::from_secs(10),
-                || query::<String>(n.port, &["PING"]).is_ok(),
+                || cluster.q::<String>(n.port, &["PING"]).is_ok(),
             );
         }
-        let mut create = Command::new("redis-cli");
+        let mut create = cluster.redis_cli();
         create.args(["--cluster", "create"]);
         for n in &cluster.nodes {
             create.arg(format!("127.0.0.1:{}", n.port));
@@ -186,7 +216,11 @@ impl RedisCluster {
                 continue;
             }
             let mut cmd = Command::new("redis-server");
-            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            match &self.tls {
+                None => cmd.args(["--port", &port.to_string()]),
+                Some(certs) => cmd.args(certs.cluster_node_args(port)),
+            };
+            cmd.args(["--bind", "127.0.0.1"])
                 .args(["--cluster-enabled", "yes"])
                 .args(["--cluster-port", &bus.to_string()])
                 .args(["--cluster-config-file", &format!("nodes-{port}.conf")])
@@ -204,7 +238,7 @@ impl RedisCluster {
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
                 }
-                if query::<String>(port, &["PING"]).is_ok() {
+                if self.q::<String>(port, &["PING"]).is_ok() {
                     return Node {
                         port,
                         child: Some(child),
@@ -242,6 +276,25 @@ impl RedisCluster {
             .ok();
     }
 
+    /// One command to the node at `port`, over TLS on a TLS cluster.
+    fn q<T: redis::FromRedisValue>(&self, port: u16, args: &[&str]) -> redis::RedisResult<T> {
+        query(self.tls.as_deref(), port, args)
+    }
+
+    /// `redis-cli`, with `--tls` and the certificates on a TLS cluster.
+    pub fn redis_cli(&self) -> Command {
+        let mut cmd = Command::new("redis-cli");
+        if let Some(certs) = &self.tls {
+            cmd.args(certs.cli_args());
+        }
+        cmd
+    }
+
+    /// The certificates of a TLS cluster.
+    pub fn certs(&self) -> Option<&Arc<TestCerts>> {
+        self.tls.as_ref()
+    }
+
     /// The folder of the nodes' config files.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -256,17 +309,23 @@ impl RedisCluster {
             .collect()
     }
 
-    /// `redis://` URLs of the nodes still running: seeds for a client.
+    /// `redis://` URLs of the nodes still running (`rediss://` on a TLS
+    /// cluster): seeds for a client.
     pub fn urls(&self) -> Vec<String> {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
         self.ports()
             .into_iter()
-            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .map(|p| format!("{scheme}://127.0.0.1:{p}"))
             .collect()
     }
 
     /// Run one command on the node at `port`.
     pub fn cmd_on<T: redis::FromRedisValue>(&self, port: u16, args: &[&str]) -> T {
-        match query(port, args) {
+        match self.q(port, args) {
             Ok(v) => v,
             // A fresh admin connection dropped before its answer (seen once
             // in CI, under load, on `CLUSTER SETSLOT`): the admin commands
@@ -274,7 +333,8 @@ impl RedisCluster {
             Err(e) if e.is_connection_dropped() || e.is_io_error() => {
                 eprintln!("{args:?} on {port}: {e}; asking again");
                 std::thread::sleep(Duration::from_millis(100));
-                query(port, args).unwrap_or_else(|e| panic!("{args:?} on {port}: {e}"))
+                self.q(port, args)
+                    .unwrap_or_else(|e| panic!("{args:?} on {port}: {e}"))
             }
             Err(e) => panic!("{args:?} on {port}: {e}"),
         }
@@ -374,7 +434,7 @@ impl RedisCluster {
             Duration::from_secs(30),
             || {
                 ports.iter().all(|&p| {
-                    let Ok(info) = query::<String>(p, &["CLUSTER", "INFO"]) else {
+                    let Ok(info) = self.q::<String>(p, &["CLUSTER", "INFO"]) else {
                         return false;
                     };
                     let f = fields(&info);
@@ -392,7 +452,7 @@ impl RedisCluster {
     }
 
     fn replica_synced(&self, port: u16) -> bool {
-        let Ok(info) = query::<String>(port, &["INFO", "replication"]) else {
+        let Ok(info) = self.q::<String>(port, &["INFO", "replication"]) else {
             return false;
         };
         let f = fields(&info);
@@ -433,7 +493,7 @@ impl RedisCluster {
         let mut promoted = 0;
         eventually("a replica promoted", Duration::from_secs(30), || {
             for &r in &replicas {
-                let Ok(info) = query::<String>(r, &["INFO", "replication"]) else {
+                let Ok(info) = self.q::<String>(r, &["INFO", "replication"]) else {
                     continue;
                 };
                 if fields(&info).get("role").map(String::as_str) == Some("master") {
@@ -479,7 +539,7 @@ impl RedisCluster {
             self.cmd_on::<()>(from, &["CLUSTER", "SETSLOT", &s, "NODE", &to_id]);
             for p in self.primaries() {
                 if p != to && p != from {
-                    let _ = query::<()>(p, &["CLUSTER", "SETSLOT", &s, "NODE", &to_id]);
+                    let _ = self.q::<()>(p, &["CLUSTER", "SETSLOT", &s, "NODE", &to_id]);
                 }
             }
         }
@@ -488,7 +548,8 @@ impl RedisCluster {
     /// Move `n` slots from the primary at `from` to the one at `to` with
     /// `redis-cli --cluster reshard`.
     pub fn reshard(&self, from: u16, to: u16, n: u16) {
-        let out = Command::new("redis-cli")
+        let out = self
+            .redis_cli()
             .args(["--cluster", "reshard", &format!("127.0.0.1:{from}")])
             .args(["--cluster-from", &self.node_id(from)])
             .args(["--cluster-to", &self.node_id(to)])
@@ -518,20 +579,20 @@ impl RedisCluster {
         self.primaries()
             .into_iter()
             .map(|p| {
-                let mut conn = redis::Client::open(format!("redis://127.0.0.1:{p}"))
-                    .and_then(|c| c.get_connection())
-                    .expect("connect");
                 let mut cursor = 0u64;
                 let mut n = 0;
                 loop {
-                    let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(pattern)
-                        .arg("COUNT")
-                        .arg(1000)
-                        .query(&mut conn)
-                        .expect("SCAN");
+                    let (next, keys): (u64, Vec<String>) = self.cmd_on(
+                        p,
+                        &[
+                            "SCAN",
+                            &cursor.to_string(),
+                            "MATCH",
+                            pattern,
+                            "COUNT",
+                            "1000",
+                        ],
+                    );
                     n += keys.len() as u64;
                     if next == 0 {
                         break (p, n);
@@ -584,7 +645,7 @@ impl RedisCluster {
     pub fn errors(&self, code: &str) -> u64 {
         self.ports()
             .into_iter()
-            .filter_map(|p| query::<String>(p, &["INFO", "errorstats"]).ok())
+            .filter_map(|p| self.q::<String>(p, &["INFO", "errorstats"]).ok())
             .filter_map(|info| {
                 fields(&info)
                     .get(&format!("errorstat_{code}"))

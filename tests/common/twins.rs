@@ -6,11 +6,12 @@ use floodgate::algorithm::*;
 use floodgate::clock::ManualClock;
 use floodgate::concurrency::{ConcurrencyLimiter, ConcurrencyLimiterBuilder, Lease};
 use floodgate::failure::{CircuitBreaker, FailurePolicy};
-use floodgate::store::{MemoryStore, Store};
+use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::{Decision, Limiter};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::runtime::Runtime;
@@ -42,6 +43,29 @@ macro_rules! twins_tests {
 }
 #[allow(unused_imports)]
 pub(crate) use twins_tests;
+
+/// Every case of `strategy` through `case`, each on its own runtime and
+/// store, on one server per test from `start` (`RedisServer::start`, or
+/// another version's), stopped when the test ends (a static would leak
+/// it). Returns the server, to inspect what the run did to it.
+pub fn run_cases_on<T: Debug>(
+    start: fn() -> super::RedisServer,
+    strategy: impl Strategy<Value = T>,
+    case: impl Fn(&Runtime, RedisStore, T) -> Result<(), TestCaseError>,
+) -> super::RedisServer {
+    let redis = start();
+    runner(500)
+        .run(&strategy, |value| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let store = RedisStore::from_url(&redis.url()).unwrap();
+            case(&rt, store, value)
+        })
+        .unwrap();
+    redis
+}
 
 /// A proptest runner of `PROPTEST_CASES` cases, else `default`.
 pub fn runner(default: u32) -> TestRunner {
