@@ -181,7 +181,7 @@ fn classify(e: &RedisError) -> StoreErrorKind {
         || in_script
     {
         StoreErrorKind::Permission
-    } else if tls_error(e).is_some() {
+    } else if tls_error(e).is_some() || says_tls(e) {
         StoreErrorKind::Tls
     } else if e.is_timeout() {
         StoreErrorKind::Timeout
@@ -196,17 +196,44 @@ fn classify(e: &RedisError) -> StoreErrorKind {
 fn tls_error(e: &RedisError) -> Option<&rustls::Error> {
     let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(err) = next {
-        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+        if let Some(tls) = tls_in(err) {
             return Some(tls);
-        }
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if let Some(tls) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                return Some(tls);
-            }
         }
         next = err.source();
     }
     None
+}
+
+/// `err` itself as a TLS error: directly, inside an I/O error (as tokio's
+/// TLS streams wrap it), or behind the `Arc` redis-rs keeps its causes in
+/// (whose `source()` would skip it).
+fn tls_in<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    if let Some(io) = err.downcast_ref::<std::io::Error>() {
+        return io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    }
+    if let Some(shared) = err.downcast_ref::<std::sync::Arc<dyn std::error::Error + Send + Sync>>()
+    {
+        return tls_in(&**shared);
+    }
+    None
+}
+
+/// What rustls says when TLS fails, as far as a message that lost its
+/// source (redis-rs's cluster client joins its nodes' errors into one)
+/// still says it.
+fn says_tls(e: &RedisError) -> bool {
+    let text = e.to_string();
+    [
+        "invalid peer certificate",
+        "received fatal alert",
+        "peer sent no certificates",
+        "TLS",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
 }
 
 /// Why TLS failed, in words.

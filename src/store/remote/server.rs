@@ -39,6 +39,28 @@ impl Certificates {
 
     /// redis-rs's form, each PEM checked: an error names the field.
     pub(super) fn to_redis(&self) -> Result<TlsCertificates, ConfigError> {
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        let certificates = |pem: &[u8]| {
+            CertificateDer::pem_slice_iter(pem)
+                .filter(Result::is_ok)
+                .count()
+        };
+        if self.ca.as_deref().is_some_and(|pem| certificates(pem) == 0) {
+            return Err(ConfigError::new(
+                "ca_certificate",
+                "no PEM certificate in it",
+            ));
+        }
+        if self
+            .client
+            .as_ref()
+            .is_some_and(|(cert, _)| certificates(cert) == 0)
+        {
+            return Err(ConfigError::new(
+                "client_certificate",
+                "no PEM certificate in it",
+            ));
+        }
         let ca = TlsCertificates {
             client_tls: None,
             root_cert: self.ca.clone(),
