@@ -42,7 +42,7 @@ impl Certificates {
         use rustls::pki_types::{pem::PemObject, CertificateDer};
         let certificates = |pem: &[u8]| {
             CertificateDer::pem_slice_iter(pem)
-                .filter(Result::is_ok)
+                .flatten()
                 .count()
         };
         if self.ca.as_deref().is_some_and(|pem| certificates(pem) == 0) {
