@@ -155,7 +155,10 @@ async fn a_tls_cluster() {
         .unwrap();
     let report = store.probe().await.expect("probe of a TLS cluster");
     assert!(report.nodes().len() >= 3, "{report:?}");
-    assert!(report.nodes().iter().all(floodgate::store::NodeReport::tls), "{report:?}");
+    assert!(
+        report.nodes().iter().all(floodgate::store::NodeReport::tls),
+        "{report:?}"
+    );
     decides(&strict(store, "cluster-tls")).await;
 
     let wrong = RedisClusterStore::builder(cluster.urls())

@@ -3,7 +3,8 @@
 
 use super::cluster::RedisClusterStore;
 use super::connect::Links;
-use super::server::{Certificates, SentinelAuth, ServerConnector};
+use super::server::{SentinelAuth, ServerConnector};
+use super::tls::Certificates;
 use super::{RedisStore, DEFAULT_CONNECTIONS, DEFAULT_CONNECT_TIMEOUT};
 use crate::ConfigError;
 use std::num::NonZeroUsize;
@@ -184,7 +185,7 @@ impl RedisClusterStoreBuilder {
             .build()
             .map_err(|e| ConfigError::new("nodes", format!("not Redis URLs: {e}")))?;
         if self.nodes.iter().any(|n| n.contains("#insecure")) {
-            super::server::warn_insecure("the redis cluster");
+            super::tls::warn_insecure("the redis cluster");
         }
         Ok(RedisClusterStore::from_client(client))
     }

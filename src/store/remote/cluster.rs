@@ -185,7 +185,7 @@ impl RedisClusterStore {
     /// for what you do not set. The client is redis-rs's, re-exported as
     /// [`floodgate::store::redis`](crate::store::redis).
     pub fn from_client(client: ClusterClient) -> Self {
-        super::server::tls_provider();
+        super::tls::tls_provider();
         // One cluster connection: it multiplexes all calls over one TCP
         // connection per node. Bounded like any call (`OVERALL_TIMEOUT`).
         let links = Links::new(ClusterConnector::new(client), 1, OVERALL_TIMEOUT);
@@ -258,7 +258,7 @@ impl RedisClusterStore {
                 .into_iter()
                 .map(|a| {
                     let (h, i) = (hello.get(a), info.get(a));
-                    super::probe::node(a.clone(), tls, h, i, &mut warnings)
+                    super::probe::node(a.clone(), tls, false, h, i, &mut warnings)
                 })
                 .collect();
             super::probe::decide_once(&self.remote, prefix, nodes, warnings).await
@@ -323,6 +323,15 @@ impl ClusterConnector {
 
 impl Connector for ClusterConnector {
     type Conn = ClusterConnection;
+    /// redis-rs re-reads the slot map on `MOVED` and when it has no
+    /// connection for a node, but a node that refuses connections (a
+    /// primary that died) is only reconnected to: a map read just before
+    /// the promotion of its replica keeps the dead primary until something
+    /// else makes it read the map again. A call that finds a node's
+    /// connection broken or refused replaces the whole cluster connection
+    /// (whose first act is reading the map), at most once a second: the
+    /// store reads the topology at least once a second while a shard fails.
+    const MIN_LIFETIME: Duration = Duration::from_secs(1);
 
     async fn connect(&self) -> Result<ClusterConnection, StoreError> {
         self.client

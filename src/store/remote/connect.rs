@@ -1,18 +1,13 @@
-//! The one connect machinery of the Redis stores: a few shared connections
-//! ([`Links`]), made by a [`Connector`] (one server, over TCP or TLS; the
-//! primary the sentinels name; a cluster), used round-robin by all calls.
-//!
-//! Each connection pipelines concurrent calls by itself, so a decision
-//! costs exactly one round trip: no checkout, no `PING` to recycle a
-//! connection. Connections are made lazily, in the background, one attempt
-//! per slot at a time, each within the connect timeout; after a failed
-//! attempt, calls that need that slot fail at once for 100 ms (no storm of
-//! reconnects at a Redis that is down). A connection that breaks is
-//! dropped and replaced, and so is one on which every call has been given
-//! up for 2 s (a peer that vanished without closing it), and one that
-//! answers `READONLY` (a primary demoted by a failover: the connector asks
-//! again where the primary is).
+//! The one connect machinery of the Redis stores: a few shared, multiplexed
+//! connections ([`Links`]) made by a [`Connector`] (one server over TCP or
+//! TLS, the primary the sentinels name, a cluster), used round-robin. Made
+//! lazily in the background, one attempt per slot at a time; after a failed
+//! attempt, calls fail at once for 100 ms. Replaced when broken, stalled
+//! (every call given up for 2 s), or `READONLY` (a demoted primary).
 
+mod guards;
+
+use self::guards::{Attempt, Watch};
 use super::invoke::Transport;
 use super::NO_RUNTIME;
 use crate::store::{StoreError, StoreErrorKind};
@@ -38,6 +33,10 @@ const STALL_LIMIT_MS: u64 = 2_000;
 pub(super) trait Connector: Send + Sync + fmt::Debug + 'static {
     /// One connection, shared by concurrent calls (multiplexed).
     type Conn: Clone + Send + Sync + 'static;
+    /// A connection that breaks is replaced only when it is at least this
+    /// old: a connection to many nodes, one of them down, breaks on every
+    /// call to that node, and is not remade for each.
+    const MIN_LIFETIME: Duration = Duration::ZERO;
     /// Make a connection (bounded by the caller).
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
     /// Send `cmd` on `conn`.
@@ -88,6 +87,8 @@ struct SlotState<T> {
     connecting: bool,
     /// When the last attempt failed, and why.
     failed: Option<(Instant, StoreError)>,
+    /// When the live connection was made.
+    installed: Option<Instant>,
     generation: u64,
 }
 
@@ -97,6 +98,7 @@ impl<T> Default for SlotState<T> {
             live: None,
             connecting: false,
             failed: None,
+            installed: None,
             generation: 0,
         }
     }
@@ -175,13 +177,13 @@ impl<C: Connector> Transport for Links<C> {
             let result = C::send(&mut conn, cmd).await.and_then(Value::extract_error);
             watch.answered();
             match result {
-                Err(e) if (broken(&e) || demoted(&e)) && !retried => {
+                Err(e) if replace(&e) && shared.old_enough(slot) && !retried => {
                     shared.detach(slot, generation);
                     retried = true;
                     i = slot;
                 }
                 Err(e) => {
-                    if broken(&e) || demoted(&e) {
+                    if replace(&e) && shared.old_enough(slot) {
                         shared.detach(slot, generation);
                     }
                     return Err(e.into());
@@ -305,6 +307,7 @@ impl<C: Connector> Shared<C> {
             Ok(conn) => {
                 st.generation += 1;
                 st.live = Some((conn, st.generation));
+                st.installed = Some(Instant::now());
                 st.failed = None;
                 slot.stalled_since.store(0, Ordering::Relaxed);
             }
@@ -312,6 +315,14 @@ impl<C: Connector> Shared<C> {
         }
         drop(st);
         slot.notify.notify_waiters();
+    }
+
+    /// Whether slot `i`'s connection has lived long enough to be replaced
+    /// ([`Connector::MIN_LIFETIME`]).
+    fn old_enough(&self, i: usize) -> bool {
+        let st = lock(&self.slots[i].state);
+        st.installed
+            .is_none_or(|at| at.elapsed() >= C::MIN_LIFETIME)
     }
 
     /// Drop slot `i`'s connection if it is still `generation`: the next
@@ -324,69 +335,10 @@ impl<C: Connector> Shared<C> {
     }
 }
 
-/// The end of a connection attempt, also when its task is dropped.
-struct Attempt<'a, C: Connector> {
-    shared: &'a Shared<C>,
-    slot: usize,
-    result: Option<Result<C::Conn, StoreError>>,
-}
-
-impl<C: Connector> Drop for Attempt<'_, C> {
-    fn drop(&mut self) {
-        if let Some(result) = self.result.take() {
-            self.shared.install(self.slot, result);
-        }
-    }
-}
-
-/// Notices calls given up on (their future dropped, i.e. timed out) with no
-/// answer from the connection, and replaces a connection that stalled.
-struct Watch<'a, C: Connector> {
-    shared: &'a Shared<C>,
-    slot: usize,
-    generation: u64,
-    answered: bool,
-}
-
-impl<C: Connector> Watch<'_, C> {
-    fn answered(mut self) {
-        self.answered = true;
-        let since = &self.shared.slots[self.slot].stalled_since;
-        if since.load(Ordering::Relaxed) != 0 {
-            since.store(0, Ordering::Relaxed);
-        }
-    }
-}
-
-impl<C: Connector> Drop for Watch<'_, C> {
-    fn drop(&mut self) {
-        if self.answered {
-            return;
-        }
-        let since = &self.shared.slots[self.slot].stalled_since;
-        let now = self.shared.now_ms();
-        match since.load(Ordering::Relaxed) {
-            0 => {
-                let _ = since.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
-            }
-            t if now.saturating_sub(t) >= STALL_LIMIT_MS => {
-                since.store(0, Ordering::Relaxed);
-                self.shared.detach(self.slot, self.generation);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The connection cannot be used again.
-fn broken(e: &RedisError) -> bool {
-    e.is_connection_dropped() || e.is_unrecoverable_error()
-}
-
-/// The server is a replica now: the connection leads to a primary that a
-/// failover demoted.
-fn demoted(e: &RedisError) -> bool {
-    e.code() == Some("READONLY")
+/// The connection cannot be used again: it broke, or its server is a
+/// replica now (`READONLY`: a primary that a failover demoted).
+fn replace(e: &RedisError) -> bool {
+    e.is_connection_dropped() || e.is_unrecoverable_error() || e.code() == Some("READONLY")
 }
 
 /// A poisoned slot only means a thread panicked while holding it; the state

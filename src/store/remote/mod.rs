@@ -13,6 +13,7 @@ mod pool;
 mod probe;
 mod redirect;
 mod server;
+mod tls;
 
 pub use self::builder::{RedisClusterStoreBuilder, RedisStoreBuilder};
 pub use self::cluster::RedisClusterStore;
@@ -141,7 +142,7 @@ impl RedisStore {
     /// its own multiplexed connections with it, as for
     /// [`from_url`](Self::from_url).
     pub fn from_client(client: redis::Client) -> Self {
-        server::tls_provider();
+        tls::tls_provider();
         let to = format!("redis at {}", client.get_connection_info().addr());
         let connector = ServerConnector::Direct { client, to };
         Self::over(Links::new(
@@ -162,7 +163,7 @@ impl RedisStore {
     /// the lease expires (on floodgate's own connections it is released).
     #[cfg(feature = "deadpool")]
     pub fn from_pool(pool: deadpool_redis::Pool) -> Self {
-        server::tls_provider();
+        tls::tls_provider();
         Self {
             remote: Remote::new(ServerTransport::Pool(pool::PoolTransport::new(pool))),
         }
@@ -252,6 +253,7 @@ impl RedisStore {
             let node = probe::node(
                 address,
                 tls,
+                true,
                 hello.as_ref().ok(),
                 info.as_ref().ok(),
                 &mut warnings,

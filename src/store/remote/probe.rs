@@ -95,10 +95,13 @@ impl NodeReport {
 }
 
 /// A node's report from its answers to `HELLO` and `INFO` (either may have
-/// been refused); adds what to warn about to `warnings`.
+/// been refused); adds what to warn about to `warnings`. `primary`: the
+/// store writes to this node, so a replica there is a mistake (a cluster's
+/// replicas are not).
 pub(super) fn node(
     address: String,
     tls: bool,
+    primary: bool,
     hello: Option<&Value>,
     info: Option<&Value>,
     warnings: &mut Vec<String>,
@@ -123,7 +126,7 @@ pub(super) fn node(
         .unwrap_or_else(|| "unknown".into());
     let maxmemory = get(&info, "maxmemory").and_then(|m| m.parse().ok());
     let policy = get(&info, "maxmemory_policy");
-    if role == "replica" || role == "slave" {
+    if primary && (role == "replica" || role == "slave") {
         warnings.push(format!(
             "{address} is a replica: floodgate writes, and a replica answers READONLY"
         ));
@@ -322,7 +325,14 @@ mod tests {
         ]);
         let info = bulk("# Memory\r\nmaxmemory:1048576\r\nmaxmemory_policy:volatile-lru\r\n");
         let mut warnings = Vec::new();
-        let n = node("h:1".into(), true, Some(&hello), Some(&info), &mut warnings);
+        let n = node(
+            "h:1".into(),
+            true,
+            true,
+            Some(&hello),
+            Some(&info),
+            &mut warnings,
+        );
         assert_eq!(
             (n.server(), n.version(), n.role()),
             ("valkey", "8.1.0", "master")
@@ -337,11 +347,18 @@ mod tests {
 
         let safe = bulk("maxmemory:1048576\r\nmaxmemory_policy:noeviction\r\n");
         let mut none = Vec::new();
-        node("h:1".into(), false, Some(&hello), Some(&safe), &mut none);
+        node(
+            "h:1".into(),
+            false,
+            true,
+            Some(&hello),
+            Some(&safe),
+            &mut none,
+        );
         assert!(none.is_empty(), "{none:?}");
 
         let mut unknown = Vec::new();
-        let n = node("h:1".into(), false, None, None, &mut unknown);
+        let n = node("h:1".into(), false, true, None, None, &mut unknown);
         assert_eq!((n.server(), n.version()), ("redis", "unknown"));
         assert!(unknown[0].contains("cannot read maxmemory"), "{unknown:?}");
     }
