@@ -154,6 +154,8 @@ pub enum FailureKind {
     Server,
     /// The server cannot run floodgate's code (no functions, no scripts).
     Scripting,
+    /// A key holds data floodgate did not write.
+    ForeignData,
     /// Redis answered something floodgate's code never returns.
     Protocol,
     /// The circuit breaker is open: the store was not called.
@@ -171,6 +173,7 @@ impl FailureKind {
             StoreErrorKind::Permission => FailureKind::Permission,
             StoreErrorKind::Server => FailureKind::Server,
             StoreErrorKind::Scripting => FailureKind::Scripting,
+            StoreErrorKind::ForeignData => FailureKind::ForeignData,
             StoreErrorKind::Protocol => FailureKind::Protocol,
         }
     }
@@ -178,7 +181,7 @@ impl FailureKind {
     /// A short name for logs and metric labels: the
     /// [store error kind's](StoreErrorKind::as_str) (`timeout`,
     /// `unavailable`, `connection`, `tls`, `permission`, `server`,
-    /// `scripting`, `protocol`), or `circuit_open`.
+    /// `scripting`, `foreign_data`, `protocol`), or `circuit_open`.
     pub fn as_str(&self) -> &'static str {
         match self {
             FailureKind::Timeout => "timeout",
@@ -188,6 +191,7 @@ impl FailureKind {
             FailureKind::Permission => "permission",
             FailureKind::Server => "server",
             FailureKind::Scripting => "scripting",
+            FailureKind::ForeignData => "foreign_data",
             FailureKind::Protocol => "protocol",
             FailureKind::CircuitOpen => "circuit_open",
         }

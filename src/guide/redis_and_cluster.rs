@@ -137,6 +137,28 @@
 //! When two limits must hold together exactly, put them on one key as
 //! `Limits`.
 //!
+//! # Keys floodgate did not write
+//!
+//! floodgate's keys are `{prefix}:{name}:{tag}:{<user key>}`: keep other
+//! data out of that prefix. A key there that holds something floodgate did
+//! not write (a list or a hash where floodgate keeps a string, a string
+//! where it keeps a sorted set, text where it keeps digits) fails the
+//! decision with a [`StoreError`](crate::store::StoreError) of kind
+//! [`ForeignData`](crate::store::StoreErrorKind::ForeignData) that names
+//! the key and says what is there, and the failure policy decides. One
+//! value is read as a fresh key instead, never as more quota than a fresh
+//! key has: a negative number in a sliding window's key. (`tests/foreign_data.rs`
+//! tries a list, a hash, text and a negative number on each algorithm and
+//! the concurrency limit.)
+//!
+//! During a rolling deploy, app servers of the previous release and of the
+//! new one decide on the same keys: each release's function library has a
+//! name of its own (`floodgate_` and its code's hash), so both are loaded
+//! side by side, and releases that keep the same format share state, no
+//! key reset (`tests/upgrade.rs` runs the previous release's library beside
+//! this one). A release that changes what floodgate keeps in Redis says so
+//! in the CHANGELOG, with what a key's limit does during the deploy.
+//!
 //! # Whose clock
 //!
 //! By default the script reads the Redis server's clock (`TIME`; Redis 7

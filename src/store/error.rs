@@ -29,13 +29,17 @@ pub enum StoreErrorKind {
     /// The server cannot run floodgate's code: neither functions (`FCALL`)
     /// nor scripts (`EVALSHA`, `EVAL`) are available.
     Scripting,
+    /// A key floodgate uses holds data floodgate did not write (another
+    /// type, or a value it cannot read): the message names the key.
+    ForeignData,
     /// Redis answered something floodgate's code never returns.
     Protocol,
 }
 
 impl StoreErrorKind {
     /// A short name for logs and metric labels: `timeout`, `unavailable`,
-    /// `connection`, `tls`, `permission`, `server`, `scripting`, `protocol`.
+    /// `connection`, `tls`, `permission`, `server`, `scripting`,
+    /// `foreign_data`, `protocol`.
     pub fn as_str(&self) -> &'static str {
         match self {
             StoreErrorKind::Timeout => "timeout",
@@ -45,6 +49,7 @@ impl StoreErrorKind {
             StoreErrorKind::Permission => "permission",
             StoreErrorKind::Server => "server",
             StoreErrorKind::Scripting => "scripting",
+            StoreErrorKind::ForeignData => "foreign_data",
             StoreErrorKind::Protocol => "protocol",
         }
     }
@@ -149,6 +154,7 @@ impl fmt::Display for StoreError {
             StoreErrorKind::Permission => "not permitted",
             StoreErrorKind::Server => "redis",
             StoreErrorKind::Scripting => "scripting unavailable",
+            StoreErrorKind::ForeignData => "foreign data",
             StoreErrorKind::Protocol => "unexpected answer from the store",
         };
         write!(f, "{what}: {}", self.message)

@@ -14,8 +14,10 @@
 //! a call that may have run.
 
 use super::library::{first_key, reform, replies, Call, Function};
+use crate::algorithm::Spec;
 use crate::store::{Answer, Backend, Batch, Namespace, StoreError, StoreErrorKind};
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
+use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,17 +88,17 @@ impl<T: Transport> Remote<T> {
     }
 
     /// `cmd` (an `FCALL` of `function`), as the module documentation says.
-    async fn invoke(&self, function: &'static Function, cmd: Cmd) -> Result<Value, StoreError> {
+    async fn invoke(&self, function: &'static Function, cmd: &Cmd) -> Result<Value, StoreError> {
         let shared = &*self.shared;
         let ordered = function.ordered;
         if !shared.no_functions.load(Ordering::Relaxed) {
-            match shared.transport.send(&cmd, ordered).await {
+            match shared.transport.send(cmd, ordered).await {
                 Err(e) if e.redis().is_some_and(no_function_here) => {
                     shared.no_functions.store(true, Ordering::Relaxed);
                 }
                 Err(e) if e.redis().is_some_and(function_missing) => {
-                    self.load_in_background(&cmd);
-                    let eval = reform(&cmd, "EVAL", &function.source);
+                    self.load_in_background(cmd);
+                    let eval = reform(cmd, "EVAL", &function.source);
                     return shared
                         .transport
                         .send(&eval, ordered)
@@ -106,13 +108,13 @@ impl<T: Transport> Remote<T> {
                 other => return other,
             }
         }
-        let evalsha = reform(&cmd, "EVALSHA", function.script.get_hash());
+        let evalsha = reform(cmd, "EVALSHA", function.script.get_hash());
         match shared.transport.send(&evalsha, ordered).await {
             Err(e)
                 if e.redis()
                     .is_some_and(|e| e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)) =>
             {
-                let eval = reform(&cmd, "EVAL", &function.source);
+                let eval = reform(cmd, "EVAL", &function.source);
                 shared
                     .transport
                     .send(&eval, ordered)
@@ -176,6 +178,12 @@ impl<T: Transport> Backend for Remote<T> {
             undo,
         } = super::library::command(batch);
         let n = batch.targets.len();
+        // Which keys hold a sorted set: to say what a foreign key should hold.
+        let zset: SmallVec<[bool; 1]> = batch
+            .targets
+            .iter()
+            .map(|t| matches!(t.spec, Spec::SlidingLog { .. } | Spec::Concurrency { .. }))
+            .collect();
         let this = self.clone();
         Answer::Later(Box::pin(async move {
             let mut undo = Undo {
@@ -183,12 +191,18 @@ impl<T: Transport> Backend for Remote<T> {
                 function,
                 cmd: undo,
             };
-            let v = this.invoke(function, cmd).await;
+            let v = this.invoke(function, &cmd).await;
             // Only a broken connection leaves it unknown whether the call ran.
             if !matches!(&v, Err(e) if e.is_connection()) {
                 undo.cmd = None;
             }
-            let v = v?;
+            let v = match v {
+                Err(e) if super::foreign::suspect(&e) => {
+                    let keys = super::foreign::keys(&cmd, &zset);
+                    return Err(super::foreign::diagnose(this.transport(), &keys, e).await);
+                }
+                v => v?,
+            };
             replies(&v, n).ok_or_else(|| {
                 StoreError::new(StoreErrorKind::Protocol, format!("unexpected reply {v:?}"))
             })
@@ -214,7 +228,7 @@ impl<T: Transport> Drop for Undo<'_, T> {
         };
         let (remote, function) = (self.remote.clone(), self.function);
         let undo = async move {
-            let _ = tokio::time::timeout(UNDO_TIMEOUT, remote.invoke(function, cmd)).await;
+            let _ = tokio::time::timeout(UNDO_TIMEOUT, remote.invoke(function, &cmd)).await;
         };
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             drop(rt.spawn(undo));

@@ -6,6 +6,7 @@
 mod builder;
 mod cluster;
 mod connect;
+mod foreign;
 mod invoke;
 mod library;
 #[cfg(feature = "deadpool")]
