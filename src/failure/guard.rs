@@ -5,7 +5,7 @@ use super::breaker::{Breaker, Transition};
 use super::{CircuitBreaker, CircuitState, FailureEvent, FailureKind, FailurePolicy};
 use crate::algorithm::Spec;
 use crate::decision::Reason;
-use crate::store::{Mode, Replies, StoreError, StoreErrorKind, StoreFuture};
+use crate::store::{Mode, Replies, StoreError, StoreFuture};
 use crate::{Decision, Error};
 use smallvec::SmallVec;
 use std::fmt;
@@ -92,10 +92,7 @@ impl Guard {
         // the policy answers, not a panic.
         let answer = match tokio::runtime::Handle::try_current() {
             Ok(_) => tokio::time::timeout(self.timeout, store).await,
-            Err(_) => Ok(Err(StoreError::new(
-                StoreErrorKind::Unavailable,
-                NO_RUNTIME,
-            ))),
+            Err(_) => Ok(Err(StoreError::unavailable(NO_RUNTIME))),
         };
         let error = match answer {
             Ok(Ok(replies)) => {
@@ -157,10 +154,7 @@ impl Guard {
             Ok(d) => Ok(d),
             Err(Some(e)) => Err(e),
             Err(None) => Err(Error::Store(error.unwrap_or_else(|| {
-                StoreError::new(
-                    StoreErrorKind::Unavailable,
-                    "circuit breaker open: the store keeps failing",
-                )
+                StoreError::unavailable("circuit breaker open: the store keeps failing")
             }))),
         }
     }
@@ -299,7 +293,7 @@ mod tests {
     }
 
     fn down() -> StoreFuture {
-        Box::pin(async { Err(StoreError::new(StoreErrorKind::Unavailable, "refused")) })
+        Box::pin(async { Err(StoreError::unavailable("refused")) })
     }
 
     fn hangs() -> StoreFuture {
@@ -334,10 +328,8 @@ mod tests {
             .call(down(), &call(&specs))
             .await
             .unwrap_err();
-        assert!(
-            matches!(&e, Error::Store(s) if s.kind() == StoreErrorKind::Unavailable),
-            "{e}"
-        );
+        let Error::Store(s) = &e;
+        assert_eq!(s.kind(), crate::store::StoreErrorKind::Unavailable, "{e}");
 
         let local = Limiter::new(MemoryStore::new(), TokenBucket::new(1, 0.001));
         let g = guard(FailurePolicy::fallback(local));

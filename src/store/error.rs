@@ -84,6 +84,11 @@ impl StoreError {
         }
     }
 
+    /// No connection could be had, for the reason `message` gives.
+    pub(crate) fn unavailable(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(StoreErrorKind::Unavailable, message)
+    }
+
     /// The call took longer than the limiter's timeout.
     pub(crate) fn timeout() -> Self {
         Self::new(StoreErrorKind::Timeout, "the store did not answer in time")
