@@ -195,7 +195,10 @@ async fn a_key_pattern_without_the_prefix_is_named_by_probe_and_is_a_permission_
         }
         other => panic!("expected a permission error, got {other:?}"),
     }
-    assert_eq!(*seen.lock().unwrap(), [FailureKind::Permission]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [FailureKind::Store(StoreErrorKind::Permission)]
+    );
 
     // Under the default policy (fail open) the request is admitted, and
     // the failure is still reported as a permission error.
@@ -209,7 +212,10 @@ async fn a_key_pattern_without_the_prefix_is_named_by_probe_and_is_a_permission_
         .unwrap();
     let d = open.check("ana", 1).await.unwrap();
     assert!(d.allowed() && d.is_degraded(), "{d:?}");
-    assert_eq!(*open_seen.lock().unwrap(), [FailureKind::Permission]);
+    assert_eq!(
+        *open_seen.lock().unwrap(),
+        [FailureKind::Store(StoreErrorKind::Permission)]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

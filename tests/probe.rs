@@ -103,7 +103,10 @@ async fn a_server_without_scripting_is_refused_by_probe_and_every_decision() {
         Err(Error::Store(e)) => assert_eq!(e.kind(), StoreErrorKind::Scripting, "{e}"),
         other => panic!("expected a scripting error, got {other:?}"),
     }
-    assert_eq!(*seen.lock().unwrap(), [FailureKind::Scripting]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [FailureKind::Store(StoreErrorKind::Scripting)]
+    );
 }
 
 #[tokio::test]

@@ -89,7 +89,7 @@ async fn a_wrong_ca_is_an_error_that_names_tls() {
     }
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1, "{seen:?}");
-    assert_eq!(seen[0].0, FailureKind::Tls);
+    assert_eq!(seen[0].0, FailureKind::Store(StoreErrorKind::Tls));
     assert!(seen[0].1.contains("TLS"), "{seen:?}");
 }
 

@@ -276,6 +276,7 @@ mod tests {
     use crate::algorithm::sealed::Sealed;
     use crate::algorithm::TokenBucket;
     use crate::store::MemoryStore;
+    use crate::store::StoreErrorKind;
     use crate::Limiter;
     use std::sync::Mutex;
 
@@ -368,14 +369,13 @@ mod tests {
             Box::pin(async { panic!("an open circuit does not call the store") });
         let d = g.call(never, &call(&specs)).await.unwrap()[0];
         assert!(d.is_degraded() && d.allowed());
-        assert_eq!(
-            *kinds.lock().unwrap(),
-            [
-                (FailureKind::Timeout, CircuitState::Closed),
-                (FailureKind::Timeout, CircuitState::Open),
-                (FailureKind::CircuitOpen, CircuitState::Open),
-            ]
-        );
+        let timeout = FailureKind::Store(StoreErrorKind::Timeout);
+        let seen = [
+            (timeout, CircuitState::Closed),
+            (timeout, CircuitState::Open),
+            (FailureKind::CircuitOpen, CircuitState::Open),
+        ];
+        assert_eq!(*kinds.lock().unwrap(), seen);
     }
 
     #[test]

@@ -134,30 +134,14 @@ use std::time::Duration;
 /// [module documentation](self)).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(100);
 
-/// Why a decision was made by the failure policy.
+/// Why a decision was made by the failure policy: the store failed (and
+/// how), or the circuit breaker did not let the call through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FailureKind {
-    /// The store did not answer within the timeout.
-    Timeout,
-    /// No connection could be had (Redis down, refused, or reconnecting).
-    Unavailable,
-    /// The connection broke during the call (reset, closed, I/O error).
-    Connection,
-    /// TLS failed (a certificate that does not verify, a client
-    /// certificate the server wants).
-    Tls,
-    /// The user may not do this: wrong password, or an ACL that forbids a
-    /// command or a key (`NOPERM`).
-    Permission,
-    /// Redis answered with an error (e.g. `OOM`, `BUSY`, `READONLY`).
-    Server,
-    /// The server cannot run floodgate's code (no functions, no scripts).
-    Scripting,
-    /// A key holds data floodgate did not write.
-    ForeignData,
-    /// Redis answered something floodgate's code never returns.
-    Protocol,
+    /// The store failed: timeout, no connection, TLS, permission, ... (see
+    /// [`StoreErrorKind`]).
+    Store(StoreErrorKind),
     /// The circuit breaker is open: the store was not called.
     CircuitOpen,
 }
@@ -165,17 +149,7 @@ pub enum FailureKind {
 impl FailureKind {
     /// The kind of a store error.
     pub fn of(error: &StoreError) -> Self {
-        match error.kind() {
-            StoreErrorKind::Timeout => FailureKind::Timeout,
-            StoreErrorKind::Unavailable => FailureKind::Unavailable,
-            StoreErrorKind::Connection => FailureKind::Connection,
-            StoreErrorKind::Tls => FailureKind::Tls,
-            StoreErrorKind::Permission => FailureKind::Permission,
-            StoreErrorKind::Server => FailureKind::Server,
-            StoreErrorKind::Scripting => FailureKind::Scripting,
-            StoreErrorKind::ForeignData => FailureKind::ForeignData,
-            StoreErrorKind::Protocol => FailureKind::Protocol,
-        }
+        FailureKind::Store(error.kind())
     }
 
     /// A short name for logs and metric labels: the
@@ -184,15 +158,7 @@ impl FailureKind {
     /// `scripting`, `foreign_data`, `protocol`), or `circuit_open`.
     pub fn as_str(&self) -> &'static str {
         match self {
-            FailureKind::Timeout => "timeout",
-            FailureKind::Unavailable => "unavailable",
-            FailureKind::Connection => "connection",
-            FailureKind::Tls => "tls",
-            FailureKind::Permission => "permission",
-            FailureKind::Server => "server",
-            FailureKind::Scripting => "scripting",
-            FailureKind::ForeignData => "foreign_data",
-            FailureKind::Protocol => "protocol",
+            FailureKind::Store(kind) => kind.as_str(),
             FailureKind::CircuitOpen => "circuit_open",
         }
     }
@@ -231,20 +197,32 @@ mod tests {
     fn kinds_of_store_errors() {
         assert_eq!(
             FailureKind::of(&StoreError::timeout()),
-            FailureKind::Timeout
+            FailureKind::Store(StoreErrorKind::Timeout)
         );
         let reset =
             redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
-        assert_eq!(FailureKind::of(&reset.into()), FailureKind::Connection);
+        assert_eq!(
+            FailureKind::of(&reset.into()),
+            FailureKind::Store(StoreErrorKind::Connection)
+        );
         let timed_out = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
-        assert_eq!(FailureKind::of(&timed_out.into()), FailureKind::Timeout);
+        assert_eq!(
+            FailureKind::of(&timed_out.into()),
+            FailureKind::Store(StoreErrorKind::Timeout)
+        );
         let oom = redis::RedisError::from((redis::ErrorKind::Client, "OOM"));
-        assert_eq!(FailureKind::of(&oom.into()), FailureKind::Server);
+        assert_eq!(
+            FailureKind::of(&oom.into()),
+            FailureKind::Store(StoreErrorKind::Server)
+        );
         let noperm = redis::RedisError::from((redis::ErrorKind::Client, "x"));
-        assert_eq!(FailureKind::of(&noperm.into()), FailureKind::Server);
+        assert_eq!(
+            FailureKind::of(&noperm.into()),
+            FailureKind::Store(StoreErrorKind::Server)
+        );
         assert_eq!(
             FailureKind::of(&StoreError::new(StoreErrorKind::Unavailable, "down")),
-            FailureKind::Unavailable
+            FailureKind::Store(StoreErrorKind::Unavailable)
         );
     }
 }
