@@ -7,6 +7,7 @@
 //! cargo bench --bench loadgen -- --quick      # smoke pass, ~20 s
 //! cargo bench --bench loadgen -- --only gcra,token_bucket --no-deny
 //! REDIS_URL=redis://127.0.0.1:7000 cargo bench --bench loadgen   # existing server
+//! FLOODGATE_MAX_PER_CALL=1 cargo bench --bench loadgen   # one call per decision
 //! ```
 //!
 //! Without `REDIS_URL` it starts its own `redis-server` on a free loopback
@@ -609,7 +610,17 @@ fn main() {
         .build()
         .unwrap();
     let workers = rt.metrics().num_workers();
-    let store = RedisStore::from_url(&redis.url).expect("redis url");
+    // FLOODGATE_MAX_PER_CALL=1: one call per decision (as before many
+    // decisions per call); unset: the store's default.
+    let mut builder = RedisStore::builder(&redis.url);
+    if let Some(n) = std::env::var("FLOODGATE_MAX_PER_CALL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .and_then(std::num::NonZeroUsize::new)
+    {
+        builder = builder.max_decisions_per_call(n);
+    }
+    let store = builder.build().expect("redis url");
     let version = redis.version();
     let algs: Vec<&Alg> = ALGS
         .iter()

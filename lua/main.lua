@@ -47,3 +47,31 @@ local function floodgate(KEYS, ARGV)
   end
   return out
 end
+-- Many decisions in one call: each request all or nothing by itself, and
+-- apart from the others (one's denial or error never charges or denies
+-- another). ARGV[1] = m; ARGV[2j], ARGV[2j + 1] = request j's number of
+-- keys and of arguments; then each request's KEYS and ARGV, in turn. Reply:
+-- request j's reply as floodgate() gives it, or an error for it alone.
+local function many(KEYS, ARGV)
+  local m = ARGV[1] + 0
+  local replies = {}
+  local k, a = 0, 1 + 2 * m
+  for j = 1, m do
+    local nk, na = ARGV[2 * j] + 0, ARGV[2 * j + 1] + 0
+    local keys, args = {}, {}
+    for i = 1, nk do keys[i] = KEYS[k + i] end
+    for i = 1, na do args[i] = ARGV[a + i] end
+    k, a = k + nk, a + na
+    -- floodgate() writes only after deciding every key: an error leaves
+    -- its request's keys as they were.
+    local ok, r = pcall(floodgate, keys, args)
+    if ok then
+      replies[j] = r
+    elseif type(r) == 'table' and r.err then
+      replies[j] = r
+    else
+      replies[j] = {err = tostring(r)}
+    end
+  end
+  return replies
+end

@@ -538,7 +538,7 @@ fn a_user_without_functions_decides_by_scripts() {
 }
 
 #[test]
-fn one_fcall_per_decision_and_no_ping() {
+fn at_most_one_fcall_per_decision_and_no_ping() {
     let _one = serial();
     let server = RedisServer::start();
     let rt = runtime();
@@ -577,7 +577,13 @@ fn one_fcall_per_decision_and_no_ping() {
         commandstat(&server, "function|load"),
     );
     eprintln!("{N} decisions: {fcall} fcall, {ping} ping, {load} function load");
-    assert_eq!(fcall, N as u64, "one FCALL per decision");
+    // Decisions waiting at the same moment share a call (64 tasks: many
+    // do); never more than one call a decision.
+    assert!(fcall <= N as u64, "at most one FCALL per decision");
+    assert!(
+        fcall < N as u64 / 2,
+        "64 tasks at once share calls: {fcall} for {N}"
+    );
     assert_eq!(ping, 0, "no PING per checkout");
     assert_eq!(load, 0, "the library stays loaded");
 }

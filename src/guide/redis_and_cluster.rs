@@ -137,6 +137,22 @@
 //! When two limits must hold together exactly, put them on one key as
 //! `Limits`.
 //!
+//! # Many decisions per call
+//!
+//! Decisions that wait for Redis at the same moment go out as one call of
+//! floodgate's code, which decides each request in turn: each request's
+//! limits all or nothing, apart from the others (one's denial or error never
+//! charges or denies another), in the order they were made. A call never
+//! waits to fill: an idle service sends each decision alone, as a plain
+//! `FCALL`; under load, what queued while the previous calls were out goes
+//! together, at most 32 a call
+//! ([`max_decisions_per_call`](crate::store::RedisStoreBuilder::max_decisions_per_call);
+//! 1 turns it off). On a cluster a call holds one hash slot's requests only
+//! (a script's keys must share a slot), so there it helps a hot key, not a
+//! spread of clients. Leases of a concurrency limiter always go alone (a
+//! release must follow its acquire). `tests/many_per_call.rs` checks that
+//! decisions made many per call are the decisions made one call each.
+//!
 //! # Keys floodgate did not write
 //!
 //! floodgate's keys are `{prefix}:{name}:{tag}:{<user key>}`: keep other

@@ -4,6 +4,7 @@
 use super::builder::RedisClusterStoreBuilder;
 use super::connect::{Connector, Links};
 use super::invoke::Remote;
+use super::joined::{self, Joiner};
 use super::library::load_library;
 use super::probe::ProbeReport;
 use crate::store::{Store, StoreError};
@@ -185,12 +186,17 @@ impl RedisClusterStore {
     /// for what you do not set. The client is redis-rs's, re-exported as
     /// [`floodgate::store::redis`](crate::store::redis).
     pub fn from_client(client: ClusterClient) -> Self {
+        Self::over(client, joined::DEFAULT_MAX)
+    }
+
+    /// A store over `client`, at most `max_per_call` decisions a call.
+    pub(super) fn over(client: ClusterClient, max_per_call: usize) -> Self {
         super::tls::tls_provider();
         // One cluster connection: it multiplexes all calls over one TCP
         // connection per node. Bounded like any call (`OVERALL_TIMEOUT`).
         let links = Links::new(ClusterConnector::new(client), 1, OVERALL_TIMEOUT);
         Self {
-            remote: Remote::new(links),
+            remote: Remote::new(links, Joiner::new(max_per_call, true)),
         }
     }
 

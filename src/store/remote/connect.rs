@@ -174,7 +174,9 @@ impl<C: Connector> Transport for Links<C> {
                 generation,
                 answered: false,
             };
-            let result = C::send(&mut conn, cmd).await.and_then(Value::extract_error);
+            let result = C::send(&mut conn, cmd)
+                .await
+                .and_then(super::library::top_error);
             watch.answered();
             match result {
                 Err(e) if replace(&e) && shared.old_enough(slot) && !retried => {

@@ -13,6 +13,7 @@
 //! did not run) `EVAL`, which runs it and caches it. No retry here repeats
 //! a call that may have run.
 
+use super::joined::Joiner;
 use super::library::{first_key, reform, replies, Call, Function};
 use crate::algorithm::Spec;
 use crate::store::{Answer, Backend, Batch, Namespace, StoreError, StoreErrorKind};
@@ -21,7 +22,7 @@ use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// The longest a background load of the library may take.
@@ -58,23 +59,43 @@ impl<T> Clone for Remote<T> {
     }
 }
 
-struct Shared<T> {
+pub(super) struct Shared<T> {
     transport: T,
     /// Functions cannot be used here: every call is a script.
     no_functions: AtomicBool,
     /// A task is loading the library.
     loading: AtomicBool,
+    /// Decisions waiting at the same moment, sent as one call.
+    joiner: Joiner,
 }
 
 impl<T: Transport> Remote<T> {
-    pub(super) fn new(transport: T) -> Self {
+    /// A store over `transport`, whose calls carry up to `joiner`'s
+    /// maximum of decisions each.
+    pub(super) fn new(transport: T, joiner: Joiner) -> Self {
         Self {
             shared: Arc::new(Shared {
                 transport,
                 no_functions: AtomicBool::new(false),
                 loading: AtomicBool::new(false),
+                joiner,
             }),
         }
+    }
+
+    /// The most decisions one call carries.
+    pub(super) fn max_per_call(&self) -> usize {
+        self.shared.joiner.max()
+    }
+
+    /// A handle that does not keep the store alive (the joiner's task).
+    pub(super) fn downgrade(&self) -> Weak<Shared<T>> {
+        Arc::downgrade(&self.shared)
+    }
+
+    /// The store, if it is still there.
+    pub(super) fn upgrade(weak: &Weak<Shared<T>>) -> Option<Self> {
+        weak.upgrade().map(|shared| Self { shared })
     }
 
     pub(super) fn transport(&self) -> &T {
@@ -88,7 +109,11 @@ impl<T: Transport> Remote<T> {
     }
 
     /// `cmd` (an `FCALL` of `function`), as the module documentation says.
-    async fn invoke(&self, function: &'static Function, cmd: &Cmd) -> Result<Value, StoreError> {
+    pub(super) async fn invoke(
+        &self,
+        function: &'static Function,
+        cmd: &Cmd,
+    ) -> Result<Value, StoreError> {
         let shared = &*self.shared;
         let ordered = function.ordered;
         if !shared.no_functions.load(Ordering::Relaxed) {
@@ -185,13 +210,25 @@ impl<T: Transport> Backend for Remote<T> {
             .map(|t| matches!(t.spec, Spec::SlidingLog { .. } | Spec::Concurrency { .. }))
             .collect();
         let this = self.clone();
+        // Joined with what else waits at this moment, in the order of the
+        // calls (a lease's acquire and release are sent on their own).
+        let joined = (!function.ordered && self.shared.joiner.enabled())
+            .then(|| self.shared.joiner.join(self, cmd.clone()))
+            .flatten();
         Answer::Later(Box::pin(async move {
             let mut undo = Undo {
                 remote: &this,
                 function,
                 cmd: undo,
             };
-            let v = this.invoke(function, &cmd).await;
+            let v = match joined {
+                Some(answer) => answer.await.unwrap_or_else(|_| {
+                    Err(StoreError::unavailable(
+                        "the store's call ended with its runtime",
+                    ))
+                }),
+                None => this.invoke(function, &cmd).await,
+            };
             // Only a broken connection leaves it unknown whether the call ran.
             if !matches!(&v, Err(e) if e.is_connection()) {
                 undo.cmd = None;

@@ -53,6 +53,10 @@ static NAME: LazyLock<String> = LazyLock::new(|| {
 pub(super) static DECIDE: LazyLock<Function> =
     LazyLock::new(|| function("floodgate", NAME.clone(), false));
 
+/// Many decisions in one call: `many(KEYS, ARGV)` (see `lua/main.lua`).
+pub(super) static MANY: LazyLock<Function> =
+    LazyLock::new(|| function("many", format!("{}_many", *NAME), false));
+
 /// Leases: `lease(KEYS, ARGV)` (see `lua/concurrency.lua`).
 pub(super) static LEASE: LazyLock<Function> =
     LazyLock::new(|| function("lease", format!("{}_lease", *NAME), true));
@@ -64,7 +68,8 @@ pub(super) static LIBRARY: LazyLock<String> = LazyLock::new(|| {
     format!(
         "#!lua name={name}\n{SHARED_SOURCE}\
          redis.register_function('{name}', floodgate)\n\
-         redis.register_function('{name}_lease', lease)\n"
+         redis.register_function('{name}_lease', lease)\n\
+         redis.register_function('{name}_many', many)\n"
     )
 });
 
@@ -174,6 +179,16 @@ pub(super) fn reform(cmd: &Cmd, verb: &str, script: &str) -> Cmd {
         }
     }
     out
+}
+
+/// `v`, or its error when Redis answered one: only at the top, where one
+/// call's error is (the call of many decisions answers an array that holds
+/// one request's error beside the others' replies).
+pub(super) fn top_error(v: Value) -> redis::RedisResult<Value> {
+    match v {
+        Value::ServerError(e) => Err(e.into()),
+        v => Ok(v),
+    }
 }
 
 /// The first key of a call (what routes it in a cluster).

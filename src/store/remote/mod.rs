@@ -8,6 +8,7 @@ mod cluster;
 mod connect;
 mod foreign;
 mod invoke;
+mod joined;
 mod library;
 #[cfg(feature = "deadpool")]
 mod pool;
@@ -22,6 +23,7 @@ pub use self::probe::{NodeReport, ProbeReport};
 
 use self::connect::Links;
 use self::invoke::{Remote, Transport};
+use self::joined::Joiner;
 use self::server::ServerConnector;
 use crate::store::{Store, StoreError};
 use crate::ConfigError;
@@ -146,11 +148,8 @@ impl RedisStore {
         tls::tls_provider();
         let to = format!("redis at {}", client.get_connection_info().addr());
         let connector = ServerConnector::Direct { client, to };
-        Self::over(Links::new(
-            connector,
-            DEFAULT_CONNECTIONS,
-            DEFAULT_CONNECT_TIMEOUT,
-        ))
+        let links = Links::new(connector, DEFAULT_CONNECTIONS, DEFAULT_CONNECT_TIMEOUT);
+        Self::over(links, joined::DEFAULT_MAX)
     }
 
     /// A store over a deadpool-redis pool the app already has (feature
@@ -166,13 +165,19 @@ impl RedisStore {
     pub fn from_pool(pool: deadpool_redis::Pool) -> Self {
         tls::tls_provider();
         Self {
-            remote: Remote::new(ServerTransport::Pool(pool::PoolTransport::new(pool))),
+            remote: Remote::new(
+                ServerTransport::Pool(pool::PoolTransport::new(pool)),
+                Joiner::new(joined::DEFAULT_MAX, false),
+            ),
         }
     }
 
-    fn over(links: Links<ServerConnector>) -> Self {
+    fn over(links: Links<ServerConnector>, max_per_call: usize) -> Self {
         Self {
-            remote: Remote::new(ServerTransport::Links(links)),
+            remote: Remote::new(
+                ServerTransport::Links(links),
+                Joiner::new(max_per_call, false),
+            ),
         }
     }
 
@@ -183,7 +188,10 @@ impl RedisStore {
     #[must_use]
     pub fn connections(self, n: NonZeroUsize) -> Self {
         match self.remote.transport() {
-            ServerTransport::Links(c) => Self::over(c.with(n.get(), c.connect_timeout())),
+            ServerTransport::Links(c) => Self::over(
+                c.with(n.get(), c.connect_timeout()),
+                self.remote.max_per_call(),
+            ),
             #[cfg(feature = "deadpool")]
             ServerTransport::Pool(_) => self,
         }
@@ -195,7 +203,9 @@ impl RedisStore {
     #[must_use]
     pub fn connect_timeout(self, timeout: Duration) -> Self {
         match self.remote.transport() {
-            ServerTransport::Links(c) => Self::over(c.with(c.count(), timeout)),
+            ServerTransport::Links(c) => {
+                Self::over(c.with(c.count(), timeout), self.remote.max_per_call())
+            }
             #[cfg(feature = "deadpool")]
             ServerTransport::Pool(_) => self,
         }

@@ -41,7 +41,7 @@ impl PoolTransport {
         let v = conn
             .send_packed_command(cmd)
             .await
-            .and_then(Value::extract_error)?;
+            .and_then(super::library::top_error)?;
         Ok(v)
     }
 

@@ -1,6 +1,7 @@
 //! A cluster call redirected (`ASK`, `MOVED`) where redis-rs' own
 //! redirections run out.
 
+use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
@@ -26,7 +27,10 @@ pub(super) async fn query(conn: &mut ClusterConnection, call: &Cmd) -> RedisResu
     let mut round = 0;
     loop {
         round += 1;
-        let mut result = call.query_async(conn).await;
+        let mut result = conn
+            .req_packed_command(call)
+            .await
+            .and_then(super::library::top_error);
         if let Err(e) = &result {
             if let Some((host, port)) = ask_target(e) {
                 result = asking(conn, call, host, port).await;
@@ -72,5 +76,5 @@ async fn asking(
         .into_iter()
         .nth(1)
         .ok_or_else(|| RedisError::from((ErrorKind::Client, "no reply after ASKING")))?;
-    reply.extract_error()
+    super::library::top_error(reply)
 }
