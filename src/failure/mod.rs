@@ -221,7 +221,7 @@ mod tests {
             FailureKind::Store(StoreErrorKind::Server)
         );
         assert_eq!(
-            FailureKind::of(&StoreError::new(StoreErrorKind::Unavailable, "down")),
+            FailureKind::of(&StoreError::unavailable("down")),
             FailureKind::Store(StoreErrorKind::Unavailable)
         );
     }

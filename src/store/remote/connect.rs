@@ -10,7 +10,7 @@ mod guards;
 use self::guards::{Attempt, Watch};
 use super::invoke::Transport;
 use super::NO_RUNTIME;
-use crate::store::{StoreError, StoreErrorKind};
+use crate::store::StoreError;
 use redis::{Cmd, RedisError, Value};
 use std::fmt;
 use std::future::Future;
@@ -247,8 +247,7 @@ impl<C: Connector> Shared<C> {
                                 drop(rt.spawn(Self::connect(this.clone(), i)));
                             }
                             Err(_) => {
-                                failed =
-                                    Some(StoreError::new(StoreErrorKind::Unavailable, NO_RUNTIME));
+                                failed = Some(StoreError::unavailable(NO_RUNTIME));
                             }
                         },
                     }
@@ -282,21 +281,15 @@ impl<C: Connector> Shared<C> {
         let mut attempt = Attempt {
             shared: &this,
             slot: i,
-            result: Some(Err(StoreError::new(
-                StoreErrorKind::Unavailable,
-                "connection attempt abandoned",
-            ))),
+            result: Some(Err(StoreError::unavailable("connection attempt abandoned"))),
         };
         let connect = this.connector.connect();
         let result = match tokio::time::timeout(this.connect_timeout, connect).await {
             Ok(result) => result,
-            Err(_) => Err(StoreError::new(
-                StoreErrorKind::Unavailable,
-                format!(
-                    "{:?}: no connection within {:?}",
-                    this.connector, this.connect_timeout
-                ),
-            )),
+            Err(_) => Err(StoreError::unavailable(format!(
+                "{:?}: no connection within {:?}",
+                this.connector, this.connect_timeout
+            ))),
         };
         attempt.result = Some(result);
     }

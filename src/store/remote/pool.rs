@@ -2,7 +2,7 @@
 //! pool (feature `deadpool`): one checkout per call.
 
 use super::library::load_library;
-use crate::store::{StoreError, StoreErrorKind};
+use crate::store::StoreError;
 use deadpool_redis::{Pool, PoolError};
 use redis::{Cmd, Value};
 use std::fmt;
@@ -22,11 +22,10 @@ impl PoolTransport {
     async fn checkout(&self) -> Result<deadpool_redis::Connection, StoreError> {
         self.pool.get().await.map_err(|e| match e {
             PoolError::Backend(e) => StoreError::connect("redis (pool)", e),
-            PoolError::Timeout(_) => StoreError::new(
-                StoreErrorKind::Unavailable,
-                "no connection free in the pool within its wait timeout",
-            ),
-            other => StoreError::new(StoreErrorKind::Unavailable, format!("pool: {other}")),
+            PoolError::Timeout(_) => {
+                StoreError::unavailable("no connection free in the pool within its wait timeout")
+            }
+            other => StoreError::unavailable(format!("pool: {other}")),
         })
     }
 
