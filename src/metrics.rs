@@ -6,6 +6,9 @@
 //! | `floodgate_decisions_total` | counter | `limiter`, `outcome` = `allowed` / `denied`, `reason` = [`Reason::as_str`](crate::Reason::as_str): every decision (`check`, `check_all`, `check_with`, the layers' charges and their trials for `count_only_when`, a concurrency limiter's `acquire`); peeks, refunds, releases and the charges settled after a response are not decisions here |
 //! | `floodgate_degraded_total` | counter | `limiter`: those decisions made by the failure policy (store down) |
 //! | `floodgate_cache_hits_total` | counter | `limiter`: denials answered by the local deny cache, without the store (also counted as decisions) |
+//! | `floodgate_local_decisions_total` | counter | `limiter`: decisions of a hot key made from this server's allotment, without the store (also counted as decisions); only with [`hot_keys`](crate::LimiterBuilder::hot_keys) |
+//! | `floodgate_allotments_total` | counter | `limiter`: slices of hot keys taken from the store |
+//! | `floodgate_allotment_units_total` | counter | `limiter`, `event` = `taken` / `returned` (a bucket's unused units given back) / `expired` (a window's unused units, lost with it) |
 //! | `floodgate_decision_seconds` | histogram | `limiter`: time of every call to a Redis store, round trip included (a memory decision takes about 100 ns, and timing it would cost as much) |
 //!
 //! Install your recorder (e.g. `metrics-exporter-prometheus`) **before**

@@ -150,6 +150,7 @@ impl ConcurrencyLimiter {
             mode,
             counted: mode == Mode::Check,
             lease,
+            slice: 0,
         })
     }
 

@@ -19,6 +19,7 @@
 //! | several limits, tiers, counting by the response, in-flight limits | one limit | [`several_limits`] |
 //! | what happens when Redis is slow or down | fail open after 100 ms | [`failures`] |
 //! | which URL for your managed Redis, TLS, Sentinel, the ACL, the eviction policy, what to monitor | - | [`deploying`] |
+//! | one key hammered by the whole fleet, or more decisions than one call each | many decisions per call; no allotments | [`hot_keys`] |
 //! | what each decision is answered with (429, 503, ...), which headers go out, and what clients do with them | IETF `RateLimit` fields | [`headers_and_clients`] |
 //! | how to test your app with the limiter in it | - | [`testing`] |
 //! | how to watch it in production | metrics and spans off until you install a recorder or subscriber | [`metrics_and_tracing`] |
@@ -181,6 +182,7 @@ pub mod costs;
 pub mod deploying;
 pub mod failures;
 pub mod headers_and_clients;
+pub mod hot_keys;
 pub mod metrics_and_tracing;
 pub mod redis_and_cluster;
 pub mod several_limits;

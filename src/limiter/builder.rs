@@ -4,8 +4,10 @@
 //! turned into a limiter's core in one place, and set them with the same
 //! methods, written out on each.
 
+use super::allotments::Allotments;
 use super::core::Core;
 use super::deny_cache::DenyCache;
+use super::hot_keys::{HotKeys, Sharing};
 use super::Limiter;
 use crate::algorithm::Algorithm;
 use crate::clock::Clock;
@@ -85,6 +87,7 @@ impl Settings {
             clock: self.clock,
             guard: Guard::new(self.timeout, self.policy, self.breaker, self.hook),
             deny_cache: deny_cache.map(DenyCache::new),
+            allotments: None,
         }
     }
 }
@@ -114,6 +117,7 @@ pub struct LimiterBuilder<A> {
     settings: Settings,
     algorithm: A,
     deny_cache: Option<NonZeroUsize>,
+    hot_keys: Option<HotKeys>,
 }
 
 impl<A: Algorithm> LimiterBuilder<A> {
@@ -122,6 +126,7 @@ impl<A: Algorithm> LimiterBuilder<A> {
             settings: Settings::new(store, "default"),
             algorithm,
             deny_cache: None,
+            hot_keys: None,
         }
     }
 
@@ -211,14 +216,41 @@ impl<A: Algorithm> LimiterBuilder<A> {
         self
     }
 
+    /// Decide hot keys from allotments: slices of a hot key's quota taken
+    /// from the store, so that many app servers share one key without a
+    /// store call per request, and never admit more than the limit
+    /// together. Off by default; see [`HotKeys`] for what it guarantees
+    /// for each algorithm, and the guide's [hot keys](crate::guide::hot_keys).
+    /// It turns the [deny cache](Self::deny_cache) on (for `max_keys`
+    /// keys) unless that is set.
+    pub fn hot_keys(mut self, hot_keys: HotKeys) -> Self {
+        self.hot_keys = Some(hot_keys);
+        self
+    }
+
     /// Check the configuration and build the limiter; an error names the
     /// field that is wrong.
     ///
     /// # Errors
-    /// A [`ConfigError`] naming the field: `prefix`, `name`, `timeout` or
-    /// `on_store_failure` (a fallback that is not a rate limiter).
+    /// A [`ConfigError`] naming the field: `prefix`, `name`, `timeout`,
+    /// `on_store_failure` (a fallback that is not a rate limiter) or
+    /// `hot_keys` (a sliding log or leaky bucket, or a zero setting).
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
-        let core = self.settings.core(FallbackKind::Rate, self.deny_cache)?;
+        let sharing = match self.hot_keys {
+            None => None,
+            Some(hot) => {
+                let specs: Vec<_> = self.algorithm.parts().into_iter().map(|p| p.1).collect();
+                Some(Sharing::new(hot, &specs)?)
+            }
+        };
+        // Hot keys answer denials locally too: through the deny cache.
+        let deny_cache = match (&sharing, self.deny_cache) {
+            (Some(s), None) => NonZeroUsize::new(s.max_keys),
+            (_, cache) => cache,
+        };
+        let wait = self.settings.timeout;
+        let mut core = self.settings.core(FallbackKind::Rate, deny_cache)?;
+        core.allotments = sharing.map(|s| Allotments::new(s, &core.name, wait));
         Ok(Limiter::from_core(core, self.algorithm))
     }
 

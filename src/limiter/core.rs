@@ -9,6 +9,7 @@
 //! ready before `run` returns: no future, no timeout, no breaker (it cannot
 //! fail). Any other store answers with a future, which the guard bounds.
 
+use super::allotments::Allotments;
 use super::deny_cache::DenyCache;
 use super::outcome::{Outcome, Overall};
 use crate::algorithm::{Quota, Reply, Spec};
@@ -32,6 +33,8 @@ pub(crate) struct Core {
     pub(crate) guard: Guard,
     pub(crate) metrics: Metrics,
     pub(crate) deny_cache: Option<DenyCache>,
+    /// Hot keys decided from allotments (`HotKeys`), for the own limits.
+    pub(crate) allotments: Option<Allotments>,
 }
 
 /// The limits one call decides: each one's name on the wire and its store
@@ -66,6 +69,10 @@ pub(crate) struct Ask<'a> {
     pub(crate) counted: bool,
     /// The lease a concurrency limiter acquires or releases (else empty).
     pub(crate) lease: &'a str,
+    /// Units taken beside the cost for this server's allotment of a hot
+    /// key (else 0): charged with it, all or nothing; the failure policy
+    /// answers for the cost alone.
+    pub(crate) slice: u64,
 }
 
 impl Core {
@@ -126,8 +133,13 @@ impl Core {
             .map(|t| t.spec.clamp_cost(ask.cost))
             .max()
             .unwrap_or(ask.cost);
-        if ask.own && self.deny_cache.is_some() {
-            return self.cached(&ask, cost, finish);
+        if ask.own {
+            if let (Some(table), Mode::Check) = (&self.allotments, ask.mode) {
+                return self.allotted(table, &ask, cost, finish);
+            }
+            if self.deny_cache.is_some() {
+                return self.cached(&ask, cost, finish);
+            }
         }
         self.decide(&ask, cost, None, finish)
     }
@@ -161,7 +173,7 @@ impl Core {
     /// The store's decision (`asked`: when the deny cache was asked, if it
     /// was).
     #[inline(always)]
-    fn decide<F: Finish>(
+    pub(super) fn decide<F: Finish>(
         self: &Arc<Self>,
         ask: &Ask<'_>,
         cost: u64,
@@ -173,13 +185,13 @@ impl Core {
             key: ask.key,
             now: self.now(),
             mode: ask.mode,
-            cost,
+            cost: cost + ask.slice,
             lease: ask.lease,
         };
         if tracing::enabled!(tracing::Level::DEBUG) {
-            return self.traced(ask.counted, &batch, asked, finish);
+            return self.traced(ask, &batch, asked, finish);
         }
-        self.answer(ask.counted, &batch, asked, finish, None)
+        self.answer(ask, &batch, asked, finish, None)
     }
 
     /// [`decide`](Self::decide) inside a debug span, for a debug listener.
@@ -188,7 +200,7 @@ impl Core {
     #[inline(never)]
     fn traced<F: Finish>(
         self: &Arc<Self>,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         finish: F,
@@ -201,7 +213,7 @@ impl Core {
             cost = batch.cost,
         );
         let entered = span.clone();
-        entered.in_scope(|| self.answer(counted, batch, asked, finish, Some(span)))
+        entered.in_scope(|| self.answer(ask, batch, asked, finish, Some(span)))
     }
 
     /// The store's answer to `batch`, read where the store wrote it: ready
@@ -209,18 +221,24 @@ impl Core {
     #[inline(always)]
     fn answer<F: Finish>(
         self: &Arc<Self>,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         finish: F,
         span: Option<tracing::Span>,
     ) -> Pending<F::Output> {
         match self.store.decide(batch) {
-            Answer::One(ref reply) => {
-                self.ready(counted, batch, asked, std::slice::from_ref(reply), finish)
+            Answer::One(ref reply) => self.ready(
+                ask.counted,
+                batch,
+                asked,
+                std::slice::from_ref(reply),
+                finish,
+            ),
+            Answer::PerTarget(ref replies) => {
+                self.ready(ask.counted, batch, asked, replies, finish)
             }
-            Answer::PerTarget(ref replies) => self.ready(counted, batch, asked, replies, finish),
-            Answer::Later(store) => self.later(store, span, counted, batch, asked, finish),
+            Answer::Later(store) => self.later(store, span, ask, batch, asked, finish),
         }
     }
 
@@ -248,14 +266,16 @@ impl Core {
         self: &Arc<Self>,
         store: StoreFuture,
         span: Option<tracing::Span>,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         finish: F,
     ) -> Pending<F::Output> {
+        let counted = ask.counted;
         let specs: SmallVec<[Spec; 1]> = batch.targets.iter().map(|t| t.spec).collect();
         let (key, lease) = (batch.key.to_owned(), batch.lease.to_owned());
-        let (mode, cost, core) = (batch.mode, batch.cost, self.clone());
+        // The failure policy answers for the request's cost, not a slice.
+        let (mode, cost, core) = (batch.mode, batch.cost - ask.slice, self.clone());
         let decision = async move {
             let started = crate::clock::ticks();
             let call = Call {
@@ -280,7 +300,7 @@ impl Core {
     /// when it was asked, for a call of the limiter's own limits when it
     /// has a cache).
     #[inline(always)]
-    fn record(
+    pub(super) fn record(
         &self,
         mode: Mode,
         counted: bool,
@@ -304,7 +324,7 @@ impl Core {
 
     /// The limiter's clock, or a local monotonic one: what the deny cache
     /// measures time with.
-    fn local_now(&self) -> u64 {
+    pub(super) fn local_now(&self) -> u64 {
         self.now()
             .unwrap_or_else(|| crate::clock::MonotonicClock.now_ms())
     }
@@ -327,7 +347,7 @@ fn remember(cache: &DenyCache, key: &str, cost: u64, asked: u64, d: &Outcome) {
 /// [`Core::run_into`]).
 pub(crate) trait Finish: Send + 'static {
     /// What the caller gets.
-    type Output: Send + 'static;
+    type Output: Send + Unpin + 'static;
     /// Make it.
     fn finish(self, decided: Outcome) -> Self::Output;
 }

@@ -1,14 +1,17 @@
 //! [`Limiter`]: one algorithm over one store, usable without HTTP, and the
 //! one decision path every limiter takes (`core.rs`).
 
+mod allotments;
 mod builder;
 mod core;
 mod deny_cache;
+mod hot_keys;
 mod outcome;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{AsOverall, Ask, Core, Plan};
+pub use self::hot_keys::HotKeys;
 pub(crate) use self::outcome::Outcome;
 pub(crate) use crate::pending::Pending;
 
@@ -230,6 +233,7 @@ impl<A: Algorithm> Limiter<A> {
             mode,
             counted: mode == Mode::Check,
             lease: "",
+            slice: 0,
         }
     }
 
