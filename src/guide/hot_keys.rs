@@ -67,6 +67,11 @@
 //! When the store fails, a server goes on deciding from the slice it holds
 //! (those units were charged), and then the failure policy answers.
 //!
+//! While a hot key is spent, each server asks Redis once per slice: it
+//! denies the key itself until Redis's wait for a slice has passed (as if
+//! another server held the units), so a key far over its limit costs
+//! Redis a few calls a second, not one per request.
+//!
 //! On a local decision, `remaining` is what Redis reported left when the
 //! slice was taken plus what this server's slice still holds: other
 //! servers may have spent some since. A denial of a hot key is remembered

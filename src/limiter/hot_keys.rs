@@ -46,6 +46,12 @@ use std::time::Duration;
 ///   request's own time, and the leaky bucket's delay is each request's
 ///   place in the queue: units taken ahead cannot keep either definition.
 ///
+/// When a server's take finds no room for a slice (the key is spent for
+/// now), the request is decided by the store alone, and the server then
+/// denies that key itself until the store's wait for a slice has passed,
+/// as if another server held the units: one call per slice, not one per
+/// request, while the key is over its limit.
+///
 /// **The numbers on a local decision**: `remaining` is what the store
 /// reported left when the slice was taken, plus what this server's slice
 /// still holds (other servers may have spent some since); `reset_after`

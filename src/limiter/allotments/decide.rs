@@ -134,7 +134,12 @@ impl Core {
                 // left (a race may leave less: then the request alone).
                 let left = taken.each().map(|d| d.remaining()).min().unwrap_or(0);
                 if left <= cost {
-                    return alone(&core, &ask, counted, now, finish).await;
+                    // Decided alone; the next requests here are denied
+                    // until a slice fits again (as if another server held
+                    // it), not one call each.
+                    let decided = alone(&core, &ask, counted, now, finish).await;
+                    table.drained(&key, id, now, &taken);
+                    return decided;
                 }
                 ask.slice = (left - cost).min(want);
                 taken = core.decide(&ask, cost, None, AsOutcome).await?;

@@ -48,6 +48,9 @@ struct Heat {
     count: u32,
     before: u32,
     held: Option<Allotment>,
+    /// The last take found no room for a slice: until the store's retry
+    /// time for one, requests are denied here with its answer, as of when.
+    drained: Option<(u64, Outcome, u64)>,
     /// The take under way for this key: one at a time, so that a burst of
     /// requests takes one slice, not one each, and waits for it.
     taking: Option<Taking>,
@@ -128,6 +131,7 @@ impl Allotments {
             count: 0,
             before: 0,
             held: None,
+            drained: None,
             taking: None,
         });
         heat.count_one(now);
@@ -153,6 +157,14 @@ impl Allotments {
             } else {
                 self.counters.units_expired.increment(left);
             }
+        }
+        if let Some((until, numbers, asked)) = &heat.drained {
+            if now < *until {
+                let since = Duration::from_millis(now - asked);
+                self.counters.local.increment(1);
+                return (Step::Local(numbers.map_each(|d| d.aged(since))), give_back);
+            }
+            heat.drained = None;
         }
         if heat.count.max(heat.before) < self.sharing.threshold {
             return (Step::Store, give_back);
@@ -207,6 +219,19 @@ impl Allotments {
             numbers: numbers.clone(),
         });
         heat.end_take(id);
+    }
+
+    /// Take `id` for `key`, asked at `asked`, found no room for a slice:
+    /// `denial` (of the cost and a slice) says until when.
+    pub(crate) fn drained(&self, key: &str, id: u64, asked: u64, denial: &Outcome) {
+        let Some(wait) = denial.overall().retry_after() else {
+            return; // A slice never fits: ask the store each time.
+        };
+        if let Some(heat) = self.lock().get_mut(&*bounded(key)) {
+            let until = asked.saturating_add(crate::clock::millis(wait));
+            heat.drained = Some((until, denial.clone(), asked));
+            heat.end_take(id);
+        }
     }
 
     /// Take `id` for `key` ended without a slice (or was given up).
