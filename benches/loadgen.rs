@@ -26,7 +26,9 @@
 //! 2. **rb -P16**: `redis-benchmark -c 50 -P 16` running that very command,
 //!    with the user key replaced by `__rand_int__` (`-r 10000`): the same
 //!    12-digit keys floodgate is given below.
-//! 3. **rb -P1**: the same without pipelining.
+//! 3. **rb -P1**: the same without pipelining; and **rb lesson**: `-P 16`
+//!    running the reference lesson's one-key token-bucket script
+//!    (`tests/baseline/textbook_token_bucket.lua`) as `EVALSHA`.
 //! 4. **floodgate**: `Limiter::check` from 64 tokio tasks on a multi-thread
 //!    runtime (2 workers here) for a fixed time: decisions/s, and Redis calls
 //!    per decision from `INFO commandstats` (`FCALL`, and the `UNWATCH` +
@@ -354,6 +356,44 @@ fn redis_benchmark(redis: &Redis, c: &Captured, n: u64, pipeline: u32) -> (f64, 
     (rps, shown)
 }
 
+/// redis-benchmark -c 50 -P 16 running the lesson's one-key token bucket
+/// script (`tests/baseline/textbook_token_bucket.lua`, loaded as `sha`) on
+/// `-r 10000` keys: ARGV capacity, rate, now (fixed: redis-benchmark
+/// cannot move it), cost; a bucket so large that every call admits.
+fn rb_lesson(redis: &Redis, sha: &str, n: u64) -> (f64, String) {
+    let mut cmd = Command::new("redis-benchmark");
+    let args: Vec<String> = [
+        "EVALSHA",
+        sha,
+        "1",
+        "lesson:{__rand_int__}",
+        "1000000000",
+        "1000000000",
+        "1790000000000",
+        "1",
+    ]
+    .iter()
+    .map(|s| (*s).to_string())
+    .collect();
+    cmd.args(["-h", &redis.host, "-p", &redis.port.to_string()])
+        .args(["-c", "50", "-P", "16"])
+        .args(["-n", &n.to_string(), "-r", &KEYS.to_string(), "--csv"])
+        .args(&args);
+    let shown = format!(
+        "redis-benchmark -p PORT -c 50 -P 16 -n {n} -r {KEYS} --csv {}",
+        args.join(" ")
+    );
+    let out = cmd.output().expect("redis-benchmark");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rps = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split("\",\"").nth(1))
+        .and_then(|v| v.trim_matches('"').parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("unexpected redis-benchmark output: {text}"));
+    (rps, shown)
+}
+
 /// Floodgate's `check` from `TASKS` tasks for `time`, after a short
 /// warm-up (`before` runs between the two): decisions/s, admitted share,
 /// errors, decisions.
@@ -584,6 +624,10 @@ fn usec_per_call(
 #[derive(Default, Clone)]
 struct Row {
     rb_p16: f64,
+    /// redis-benchmark -P16 running the lesson's one-key token bucket.
+    rb_lesson: f64,
+    /// Redis' µs (commandstats) per decision under `Limiter::check`.
+    usec_per_decision: f64,
     rb_p1: f64,
     fg: f64,
     fg_admitted: f64,
@@ -699,6 +743,13 @@ fn main() {
                 }
                 warm(&redis);
                 row.rb_p1 = redis_benchmark(&redis, &cap, n1, 1).0;
+                // (b'): the lesson's one-key token bucket script, -P16.
+                warm(&redis);
+                let (rps, shown) = rb_lesson(&redis, &textbook_sha("textbook_token_bucket"), n16);
+                row.rb_lesson = rps;
+                if run == 0 && commands.len() == 1 {
+                    commands.push(format!("# the lesson's token bucket script\n{shown}"));
+                }
 
                 // (c): floodgate, closed loop.
                 warm(&redis);
@@ -715,6 +766,7 @@ fn main() {
                 row.fcall_per_decision = fcall as f64 / decisions;
                 row.ping_per_decision = ping as f64 / decisions;
                 row.fg_usec_live = usec as f64 / fcall.max(1) as f64;
+                row.usec_per_decision = usec as f64 / decisions;
 
                 // (d): open-loop latency at half the saturating rate.
                 if t == Traffic::Admit {
@@ -798,8 +850,8 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         }
     );
     println!();
-    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | admitted | FCALL + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate (TIME) | floodgate (client now) | textbook | × textbook, like for like (≤ 1.0) | × textbook, TIME |", opts.latency_at);
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | × lesson TB script -P16 (≥ 1.3) | Redis µs per decision | admitted | FCALL + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate (TIME) | floodgate (client now) | textbook | × textbook, like for like (≤ 1.0) | × textbook, TIME |", opts.latency_at);
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let n = results[0].len();
     for i in 0..n {
         let (name, t, _) = &results[0][i];
@@ -811,6 +863,8 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         let fg = col(&|r| r.fg);
         let r16 = col(&|r| r.fg / r.rb_p16);
         let r1 = col(&|r| r.fg / r.rb_p1);
+        let rl = col(&|r| r.fg / r.rb_lesson);
+        let upd = col(&|r| r.usec_per_decision);
         let uf = col(&|r| r.usec_fg);
         let un = col(&|r| r.usec_fg_now);
         let us = col(&|r| r.usec_textbook);
@@ -829,7 +883,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         };
         let mark = |ok: bool| if ok { "" } else { " ✗" };
         println!(
-            "| {name} | {} | {} | {} | {} | {:.2}{} | {:.2}{} | {:.1}%{} | {:.2} + {:.2} | {lat} | {uf:.2} | {un:.2} | {us:.2} | {ur:.2}{} | {urt:.2} |",
+            "| {name} | {} | {} | {} | {} | {:.2}{} | {:.2}{} | {rl:.2}{} | {upd:.2} | {:.1}%{} | {:.2} + {:.2} | {lat} | {uf:.2} | {un:.2} | {us:.2} | {ur:.2}{} | {urt:.2} |",
             t.name(),
             int(p16),
             int(p1),
@@ -838,6 +892,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
             mark(r16 >= 0.8),
             r1,
             mark(r1 >= 1.2),
+            mark(rl >= 1.3),
             col(&|r| r.fg_admitted) * 100.0,
             if col(&|r| r.fg_errors) > 0.0 {
                 format!(", {} errors", col(&|r| r.fg_errors))

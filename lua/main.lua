@@ -10,42 +10,55 @@ local function write(key, w, t, limit, window)
     call('SET', key, w, 'PX', format('%d', t))
   end
 end
-local function floodgate(KEYS, ARGV)
-  if not call then bind() end
+-- The server's clock, read once per call: every request of a many() call
+-- is decided at the same instant.
+local call_now
+-- One request: its `n` keys start after KEYS[k], its arguments after
+-- ARGV[a] (0 and 0 for a call of its own; many() reads each request in
+-- place, copying nothing).
+local function decide(KEYS, ARGV, k, a, n)
   -- ARGV are numbers written by the client: `+ 0` parses them once, where
   -- tonumber() parses twice.
-  if ARGV[1] ~= '' then
-    now = ARGV[1] + 0
+  if ARGV[a + 1] ~= '' then
+    now = ARGV[a + 1] + 0
   else
-    -- Redis 7 replicates effects, so reading TIME before writing is safe.
-    local t = call('TIME')
-    now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+    if not call_now then
+      -- Redis 7 replicates effects, so reading TIME before writing is safe.
+      local t = call('TIME')
+      call_now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+    end
+    now = call_now
   end
-  local mode = ARGV[2]
-  cost = ARGV[3] + 0
+  local mode = ARGV[a + 2]
+  cost = ARGV[a + 3] + 0
   local refund = mode == 'refund'
-  local n = #KEYS
   if n == 1 then
     -- Sized at once: no rehash while the reply is put.
     out = {0, 0, 0, 0, 0, 0}
-    local p1, p2 = ARGV[5] + 0, ARGV[6] + 0
-    local w, t = ALG[ARGV[4]](0, KEYS[1], p1, p2, refund)
-    if w and out[1] == 1 and mode ~= 'peek' then write(KEYS[1], w, t, p1, p2) end
+    local key, p1, p2 = KEYS[k + 1], ARGV[a + 5] + 0, ARGV[a + 6] + 0
+    local w, t = ALG[ARGV[a + 4]](0, key, p1, p2, refund)
+    if w and out[1] == 1 and mode ~= 'peek' then write(key, w, t, p1, p2) end
     return out
   end
   out = {}
   local ws, ts, all = {}, {}, true
   for i = 1, n do
-    local b = 3 * i
-    ws[i], ts[i] = ALG[ARGV[b + 1]](6 * (i - 1), KEYS[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund)
+    local b = a + 3 * i
+    ws[i], ts[i] = ALG[ARGV[b + 1]](6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund)
     if out[6 * i - 5] == 0 then all = false end
   end
   if all and mode ~= 'peek' then
     for i = 1, n do
-      if ws[i] then write(KEYS[i], ws[i], ts[i], ARGV[3 * i + 2] + 0, ARGV[3 * i + 3] + 0) end
+      local b = a + 3 * i
+      if ws[i] then write(KEYS[k + i], ws[i], ts[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0) end
     end
   end
   return out
+end
+local function floodgate(KEYS, ARGV)
+  if not call then bind() end
+  call_now = nil
+  return decide(KEYS, ARGV, 0, 0, #KEYS)
 end
 -- Many decisions in one call: each request all or nothing by itself, and
 -- apart from the others (one's denial or error never charges or denies
@@ -53,18 +66,17 @@ end
 -- keys and of arguments; then each request's KEYS and ARGV, in turn. Reply:
 -- request j's reply as floodgate() gives it, or an error for it alone.
 local function many(KEYS, ARGV)
+  if not call then bind() end
+  call_now = nil
   local m = ARGV[1] + 0
   local replies = {}
   local k, a = 0, 1 + 2 * m
   for j = 1, m do
     local nk, na = ARGV[2 * j] + 0, ARGV[2 * j + 1] + 0
-    local keys, args = {}, {}
-    for i = 1, nk do keys[i] = KEYS[k + i] end
-    for i = 1, na do args[i] = ARGV[a + i] end
+    -- decide() writes only after deciding every key: an error leaves its
+    -- request's keys as they were.
+    local ok, r = pcall(decide, KEYS, ARGV, k, a, nk)
     k, a = k + nk, a + na
-    -- floodgate() writes only after deciding every key: an error leaves
-    -- its request's keys as they were.
-    local ok, r = pcall(floodgate, keys, args)
     if ok then
       replies[j] = r
     elseif type(r) == 'table' and r.err then
