@@ -29,7 +29,9 @@
 //! 3. **rb -P1**: the same without pipelining; and **rb lesson**: `-P 16`
 //!    running the reference lesson's one-key token-bucket script
 //!    (`tests/baseline/textbook_token_bucket.lua`) as `EVALSHA`.
-//! 4. **floodgate**: `Limiter::check` from 64 tokio tasks on a multi-thread
+//! 4. **floodgate**: `Limiter::check` from 64 tokio tasks (and again on a
+//!    store with one call per decision, `max_decisions_per_call(1)`, for
+//!    the same-run ratios of throughput and Redis µs per decision) on a multi-thread
 //!    runtime (2 workers here) for a fixed time: decisions/s, and Redis calls
 //!    per decision from `INFO commandstats` (`FCALL`, and the `UNWATCH` +
 //!    `PING` a deadpool-redis pool sends to recycle a connection).
@@ -628,6 +630,9 @@ struct Row {
     rb_lesson: f64,
     /// Redis' µs (commandstats) per decision under `Limiter::check`.
     usec_per_decision: f64,
+    /// The same two with one call per decision, in the same run.
+    fg_one: f64,
+    usec_per_decision_one: f64,
     rb_p1: f64,
     fg: f64,
     fg_admitted: f64,
@@ -665,6 +670,11 @@ fn main() {
         builder = builder.max_decisions_per_call(n);
     }
     let store = builder.build().expect("redis url");
+    // The same, one call per decision: measured beside it in every run.
+    let one_each = RedisStore::builder(&redis.url)
+        .max_decisions_per_call(std::num::NonZeroUsize::MIN)
+        .build()
+        .expect("redis url");
     let version = redis.version();
     let algs: Vec<&Alg> = ALGS
         .iter()
@@ -768,6 +778,14 @@ fn main() {
                 row.fg_usec_live = usec as f64 / fcall.max(1) as f64;
                 row.usec_per_decision = usec as f64 / decisions;
 
+                // (c'): the same, one call per decision.
+                warm(&redis);
+                let one = limiter(alg.name, t, &one_each);
+                let (rate, _, _, decisions) =
+                    closed_loop(&rt, &one, opts.run_time(), || redis.reset_stats());
+                row.fg_one = rate;
+                row.usec_per_decision_one = redis.command_stats("fcall").1 as f64 / decisions as f64;
+
                 // (d): open-loop latency at half the saturating rate.
                 if t == Traffic::Admit {
                     warm(&redis);
@@ -850,8 +868,8 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         }
     );
     println!();
-    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | × lesson TB script -P16 (≥ 1.3) | Redis µs per decision | admitted | FCALL + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate (TIME) | floodgate (client now) | textbook | × textbook, like for like (≤ 1.0) | × textbook, TIME |", opts.latency_at);
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| algorithm | traffic | rb -c50 -P16 /s | rb -c50 /s | floodgate 64 tasks /s | × P16 (≥ 0.8) | × P1 (≥ 1.2) | × lesson TB script -P16 (≥ 1.3) | Redis µs per decision | × one call each: decisions/s, Redis µs per decision (≤ 0.7) | admitted | FCALL + (PING + UNWATCH) per decision | p50 / p99 at {} of that rate, ms (≤ 1) | server µs/call: floodgate (TIME) | floodgate (client now) | textbook | × textbook, like for like (≤ 1.0) | × textbook, TIME |", opts.latency_at);
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let n = results[0].len();
     for i in 0..n {
         let (name, t, _) = &results[0][i];
@@ -865,6 +883,8 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         let r1 = col(&|r| r.fg / r.rb_p1);
         let rl = col(&|r| r.fg / r.rb_lesson);
         let upd = col(&|r| r.usec_per_decision);
+        let vs_one = col(&|r| r.fg / r.fg_one);
+        let cpu_one = col(&|r| r.usec_per_decision / r.usec_per_decision_one);
         let uf = col(&|r| r.usec_fg);
         let un = col(&|r| r.usec_fg_now);
         let us = col(&|r| r.usec_textbook);
@@ -883,7 +903,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
         };
         let mark = |ok: bool| if ok { "" } else { " ✗" };
         println!(
-            "| {name} | {} | {} | {} | {} | {:.2}{} | {:.2}{} | {rl:.2}{} | {upd:.2} | {:.1}%{} | {:.2} + {:.2} | {lat} | {uf:.2} | {un:.2} | {us:.2} | {ur:.2}{} | {urt:.2} |",
+            "| {name} | {} | {} | {} | {} | {:.2}{} | {:.2}{} | {rl:.2}{} | {upd:.2} | {vs_one:.2}, {cpu_one:.2}{} | {:.1}%{} | {:.2} + {:.2} | {lat} | {uf:.2} | {un:.2} | {us:.2} | {ur:.2}{} | {urt:.2} |",
             t.name(),
             int(p16),
             int(p1),
@@ -893,6 +913,7 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
             r1,
             mark(r1 >= 1.2),
             mark(rl >= 1.3),
+            mark(cpu_one <= 0.7),
             col(&|r| r.fg_admitted) * 100.0,
             if col(&|r| r.fg_errors) > 0.0 {
                 format!(", {} errors", col(&|r| r.fg_errors))
