@@ -87,7 +87,10 @@ async fn load<A: Algorithm + Clone>(name: &str, algorithm: A, a: &Args) {
     let memory_before = redis.info_field("memory", "used_memory_dataset");
     let (cpu_before, started) = (cpu(&redis), Instant::now());
     let keys: Arc<Vec<String>> = Arc::new((0..a.clients).map(|i| format!("client-{i}")).collect());
-    let (admitted, latencies) = (Arc::new(AtomicU64::new(0)), Arc::new(Mutex::new(Vec::new())));
+    let (admitted, latencies) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
     let per_ms = a.rate / 1000;
     let mut rng = Rng::new(7);
     let mut tick = tokio::time::interval(Duration::from_millis(1));

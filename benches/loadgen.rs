@@ -784,7 +784,8 @@ fn main() {
                 let (rate, _, _, decisions) =
                     closed_loop(&rt, &one, opts.run_time(), || redis.reset_stats());
                 row.fg_one = rate;
-                row.usec_per_decision_one = redis.command_stats("fcall").1 as f64 / decisions as f64;
+                row.usec_per_decision_one =
+                    redis.command_stats("fcall").1 as f64 / decisions as f64;
 
                 // (d): open-loop latency at half the saturating rate.
                 if t == Traffic::Admit {

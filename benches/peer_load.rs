@@ -108,7 +108,10 @@ fn main() {
     let (secs, runs) = args();
     let dir = peer_dir();
     let redis = Redis::from_env_or_start();
-    let node = Command::new("node").arg("--version").output().expect("node");
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .expect("node");
     println!(
         "nproc {}, Redis {}, node {}, {CALLERS} callers, {KEYS} keys, {runs} rounds of {secs} s",
         support::nproc(),

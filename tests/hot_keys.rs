@@ -364,6 +364,62 @@ async fn back_from_redis<A: Algorithm>(limiter: &Limiter<A>, what: &str) {
     }
 }
 
+/// Through the HTTP layer: every response of a hot key, decided from the
+/// slice or by Redis, reports `r` one less than the one before, down to
+/// 0, and then 429 with a `Retry-After`; Redis was called once per slice.
+#[test]
+fn the_layer_reports_honest_numbers_on_locally_decided_requests() {
+    use axum::{routing::get, Router};
+    use floodgate::key::Header;
+    use floodgate::layer::RateLimitLayer;
+
+    let server = RedisServer::start();
+    runtime().block_on(async {
+        // One server: slices of 200 / 10 = 20.
+        let limiter = Limiter::builder(
+            RedisStore::from_url(&server.url()).unwrap(),
+            FixedWindow::new(200, Duration::from_secs(3600)),
+        )
+        .name("partners")
+        .clock(ManualClock::new(T0))
+        .hot_keys(HotKeys::new(1).threshold(1))
+        .build()
+        .unwrap();
+        let key = Header::try_new("x-api-key").unwrap();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(RateLimitLayer::new(limiter, key));
+        let base = common::http::serve(app).await;
+        let http = reqwest::Client::new();
+        let calls = fcalls(&server);
+        for want in (0..200u64).rev() {
+            let res = http
+                .get(&base)
+                .header("x-api-key", "p1")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            let field = res.headers()["ratelimit"].to_str().unwrap().to_owned();
+            assert!(
+                field.contains(&format!(";r={want};")),
+                "{field}, want r={want}"
+            );
+        }
+        // 10 slices of 20 (the first with its request: 1 + 20, then 19 local).
+        let used = fcalls(&server) - calls;
+        assert!(used <= 12, "{used} calls for 200 requests");
+        let res = http
+            .get(&base)
+            .header("x-api-key", "p1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 429);
+        assert!(res.headers().contains_key("retry-after"));
+    });
+}
+
 #[test]
 fn hot_keys_are_refused_for_the_sliding_log_and_the_leaky_bucket_naming_the_field() {
     let hot = HotKeys::new(4);

@@ -1,7 +1,8 @@
 //! The Prometheus example's `/metrics` shows floodgate's counters and its
 //! decision-latency histogram (in the example's buckets), with the right
 //! counts: on Redis every decision is timed; on the memory store decisions
-//! are counted, not timed.
+//! are counted, not timed; hot keys count their local decisions and the
+//! units of their slices.
 
 #[allow(dead_code)]
 #[path = "../examples/prometheus.rs"]
@@ -9,9 +10,10 @@ mod prometheus;
 
 mod common;
 
-use floodgate::algorithm::Gcra;
+use floodgate::algorithm::{FixedWindow, Gcra};
+use floodgate::clock::ManualClock;
 use floodgate::store::{MemoryStore, RedisStore};
-use floodgate::Limiter;
+use floodgate::{HotKeys, Limiter};
 use std::time::Duration;
 
 #[tokio::test]
@@ -97,4 +99,50 @@ async fn counters_and_latency_histogram_reach_prometheus() {
         0.0,
         "{text}"
     );
+
+    // Hot keys on Redis: the first check takes 1 + 100 units (one server,
+    // slices of 1000 / 10), the next 100 are decided from the slice, the
+    // 102nd takes another slice. A fixed window keeps what is left.
+    let hot = Limiter::builder(
+        RedisStore::from_url(&redis.url()).unwrap(),
+        FixedWindow::new(1000, Duration::from_secs(3600)),
+    )
+    .name("hot")
+    .clock(ManualClock::new(common::T0))
+    .hot_keys(HotKeys::new(1).threshold(1))
+    .build()
+    .unwrap();
+    for _ in 0..102 {
+        assert!(hot.check("partner", 1).await.unwrap().allowed());
+    }
+    let text = scrape().await.unwrap();
+    let count = |line_start: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.starts_with(line_start))?;
+        line.rsplit(' ').next()?.parse().ok()
+    };
+    let expect = [
+        (r#"floodgate_local_decisions_total{limiter="hot"}"#, 100.0),
+        (r#"floodgate_allotments_total{limiter="hot"}"#, 2.0),
+        (
+            r#"floodgate_allotment_units_total{limiter="hot",event="taken"}"#,
+            200.0,
+        ),
+        (
+            r#"floodgate_allotment_units_total{limiter="hot",event="expired"}"#,
+            0.0,
+        ),
+        (
+            r#"floodgate_allotment_units_total{limiter="hot",event="returned"}"#,
+            0.0,
+        ),
+        (
+            r#"floodgate_decisions_total{limiter="hot",outcome="allowed",reason="within_limit"}"#,
+            102.0,
+        ),
+        // Only the two takes went to Redis.
+        (r#"floodgate_decision_seconds_count{limiter="hot"}"#, 2.0),
+    ];
+    for (line, want) in expect {
+        assert_eq!(count(line).unwrap_or(0.0), want, "{line} in\n{text}");
+    }
 }

@@ -17,6 +17,11 @@
 //! 100 ms timeout plus 250 ms for a loaded 2-core machine. And an acquire
 //! given up on while Redis was paused, which Redis still runs when it
 //! resumes, holds no slot afterwards.
+//!
+//! The hot-key allotment path has its outage test beside its other tests:
+//! `tests/hot_keys.rs` (a held slice decides while Redis is paused or
+//! killed, then the failure policy answers within the timeout, and the key
+//! is decided from Redis again after a resume or a restart).
 
 mod common;
 
