@@ -8,7 +8,7 @@
 //! ```
 //!
 //! It needs Node.js and npm (Debian/Ubuntu: `apt-get install nodejs npm`;
-//! or https://nodejs.org); it installs the peer itself, once, with
+//! or <https://nodejs.org>); it installs the peer itself, once, with
 //! `npm install rate-limiter-flexible@11 ioredis@5` into
 //! `~/.cache/floodgate/peer` (the tests never need Node).
 //!
