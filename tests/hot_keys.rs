@@ -420,6 +420,32 @@ fn the_layer_reports_honest_numbers_on_locally_decided_requests() {
     });
 }
 
+/// A spray of new keys at a full table: the hot key's live slice keeps it
+/// in the table, and it goes on being decided from the slice.
+#[test]
+fn a_key_spray_does_not_push_a_hot_key_out_of_its_slice() {
+    let server = RedisServer::start();
+    runtime().block_on(async {
+        let limiter = Limiter::builder(
+            RedisStore::from_url(&server.url()).unwrap(),
+            FixedWindow::new(10_000, Duration::from_secs(3600)),
+        )
+        .clock(ManualClock::new(T0))
+        .hot_keys(HotKeys::new(1).threshold(1).max_keys(10))
+        .build()
+        .unwrap();
+        assert!(limiter.check("hot", 1).await.unwrap().allowed());
+        for i in 0..2_000 {
+            limiter.check(&format!("spray-{i}"), 1).await.unwrap();
+        }
+        let calls = fcalls(&server);
+        for _ in 0..500 {
+            assert!(limiter.check("hot", 1).await.unwrap().allowed());
+        }
+        assert_eq!(fcalls(&server), calls, "decided from its slice of 1 000");
+    });
+}
+
 #[test]
 fn hot_keys_are_refused_for_the_sliding_log_and_the_leaky_bucket_naming_the_field() {
     let hot = HotKeys::new(4);

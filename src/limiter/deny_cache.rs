@@ -7,6 +7,7 @@ use crate::Decision;
 use hashbrown::{Equivalent, HashMap};
 use std::borrow::Cow;
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -38,6 +39,8 @@ impl Equivalent<Entry> for EntryRef<'_> {
 pub(crate) struct DenyCache {
     max: usize,
     map: Mutex<Map>,
+    /// The second of the last sweep of a full cache, plus one (0: none).
+    swept: AtomicU64,
 }
 
 struct Denied {
@@ -55,6 +58,7 @@ impl DenyCache {
         Self {
             max: max.get(),
             map: Mutex::new(HashMap::default()),
+            swept: AtomicU64::new(0),
         }
     }
 
@@ -87,6 +91,12 @@ impl DenyCache {
         };
         let mut map = self.lock();
         if map.len() >= self.max {
+            // Swept at most once a second: a spray of denials meets a full
+            // cache at the cost of a lookup, not a sweep each.
+            let second = asked / 1000 + 1;
+            if self.swept.swap(second, Ordering::Relaxed) == second {
+                return;
+            }
             map.retain(|_, e| e.until > asked);
             if map.len() >= self.max {
                 return; // Not caching is always correct.

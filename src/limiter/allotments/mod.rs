@@ -35,6 +35,8 @@ pub(crate) struct Allotments {
     counters: Counters,
     /// The id of the next take.
     takes: AtomicU64,
+    /// The second of the last sweep of a full table, plus one (0: none).
+    swept: AtomicU64,
     /// How long a request waits for a take under way (the limiter's
     /// timeout) before it asks the store alone.
     wait: Duration,
@@ -108,6 +110,7 @@ impl Allotments {
             map: Mutex::new(Map::default()),
             counters,
             takes: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
             wait,
         }
     }
@@ -189,14 +192,25 @@ impl Allotments {
         (Step::Take { want, id }, give_back)
     }
 
-    /// Room for one more key: quiet keys holding nothing are forgotten
-    /// when the table is full.
+    /// Room for one more key. When the table is full, keys quiet for a
+    /// second that hold no live slice and no take are forgotten, at most
+    /// once a second: a spray of new keys meets a full table at the cost
+    /// of a lookup, not a sweep each.
     fn room(&self, map: &mut Map, now: u64) -> bool {
         if map.len() < self.sharing.max_keys {
             return true;
         }
         let second = now / 1000;
-        map.retain(|_, h| h.second + 1 >= second || h.held.is_some() || h.taking.is_some());
+        if self.swept.swap(second + 1, Ordering::Relaxed) == second + 1 {
+            return false;
+        }
+        map.retain(|_, h| {
+            h.second + 1 >= second
+                || h.held.as_ref().is_some_and(|a| now < a.until)
+                || h.taking
+                    .as_ref()
+                    .is_some_and(|t| now < t.since + TAKE_STALE_MS)
+        });
         map.len() < self.sharing.max_keys
     }
 
