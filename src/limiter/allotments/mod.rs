@@ -226,6 +226,7 @@ impl Allotments {
         let Some(heat) = map.get_mut(&*bounded(key)) else {
             return; // Forgotten meanwhile: the units are lost, never doubled.
         };
+        heat.drained = None;
         heat.held = Some(Allotment {
             units: want,
             taken: sent,
