@@ -14,7 +14,10 @@
 //! or in this process ([`MemoryStore`](store::MemoryStore)). Both decide the
 //! same, decision by decision; the time comes from a [`clock`]. A
 //! [`ConcurrencyLimiter`] bounds requests
-//! in flight per key, with its own layer.
+//! in flight per key, with its own layer. Decisions waiting for Redis at the
+//! same moment share one call, and a key the whole fleet hammers can be
+//! decided on each server from a slice of its quota ([`HotKeys`]), never
+//! admitting more than the limit ([`guide::hot_keys`]).
 //!
 //! Every entry of both limiters takes one decision path: the limits are
 //! planned, the store decides (at once in memory; else under the limiter's
