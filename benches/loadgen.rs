@@ -340,12 +340,16 @@ fn redis_benchmark(redis: &Redis, c: &Captured, n: u64, pipeline: u32) -> (f64, 
             .collect::<Vec<_>>()
             .join(" ")
     );
+    (rb_rps(&mut cmd), shown)
+}
+
+/// Run a `redis-benchmark --csv` command: its requests per second.
+fn rb_rps(cmd: &mut Command) -> f64 {
     let out = cmd.output().unwrap_or_else(|e| {
         panic!("redis-benchmark failed to start ({e}); it ships with redis-server (apt-get install redis-tools)")
     });
     let text = String::from_utf8_lossy(&out.stdout);
-    let rps = text
-        .lines()
+    text.lines()
         .nth(1)
         .and_then(|l| l.split("\",\"").nth(1))
         .and_then(|v| v.trim_matches('"').parse::<f64>().ok())
@@ -354,8 +358,7 @@ fn redis_benchmark(redis: &Redis, c: &Captured, n: u64, pipeline: u32) -> (f64, 
                 "unexpected redis-benchmark output: {text}{}",
                 String::from_utf8_lossy(&out.stderr)
             )
-        });
-    (rps, shown)
+        })
 }
 
 /// redis-benchmark -c 50 -P 16 running the lesson's one-key token bucket
@@ -385,15 +388,7 @@ fn rb_lesson(redis: &Redis, sha: &str, n: u64) -> (f64, String) {
         "redis-benchmark -p PORT -c 50 -P 16 -n {n} -r {KEYS} --csv {}",
         args.join(" ")
     );
-    let out = cmd.output().expect("redis-benchmark");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rps = text
-        .lines()
-        .nth(1)
-        .and_then(|l| l.split("\",\"").nth(1))
-        .and_then(|v| v.trim_matches('"').parse::<f64>().ok())
-        .unwrap_or_else(|| panic!("unexpected redis-benchmark output: {text}"));
-    (rps, shown)
+    (rb_rps(&mut cmd), shown)
 }
 
 /// Floodgate's `check` from `TASKS` tasks for `time`, after a short
