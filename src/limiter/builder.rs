@@ -234,7 +234,8 @@ impl<A: Algorithm> LimiterBuilder<A> {
     /// # Errors
     /// A [`ConfigError`] naming the field: `prefix`, `name`, `timeout`,
     /// `on_store_failure` (a fallback that is not a rate limiter) or
-    /// `hot_keys` (a sliding log or leaky bucket, or a zero setting).
+    /// `hot_keys` (a sliding log or leaky bucket, a zero setting, or a
+    /// limit too small to share).
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         let sharing = match self.hot_keys {
             None => None,

@@ -24,12 +24,13 @@ use std::time::Duration;
 /// lost to the others until the algorithm refills them: at most one slice
 /// per server.
 ///
-/// **The slice** is `limit / (10 × servers)` units (at least 1), `limit`
+/// **The slice** is `limit / (10 × servers)` units, `limit`
 /// being the smallest of the limiter's limits (a bucket's capacity, GCRA's
 /// burst) and `servers` the number of app servers that share the key
 /// (given to [`new`](Self::new)). The units held at any moment then add up
 /// to at most a tenth of the limit, so when demand is above the limit the
-/// fleet admits at least 90 % of it.
+/// fleet admits at least 90 % of it. A slice under 2 units is refused at
+/// build: it would cost a store call per request anyway.
 ///
 /// **How long an allotment lasts**, so that the algorithm's own bound holds:
 /// - fixed window and sliding window counter: until the end of the window
@@ -189,7 +190,14 @@ impl Sharing {
             })
             .collect::<Result<Box<[_]>, _>>()?;
         let smallest = specs.iter().map(Spec::max_cost).min().unwrap_or(0);
-        let slice = (smallest / (10 * u64::from(hot.servers))).max(1);
+        let slice = smallest / (10 * u64::from(hot.servers));
+        if slice < 2 {
+            // Slices of one unit would cost a store call per request anyway.
+            return Err(ConfigError::new(
+                field,
+                "the limit is too small to share: limit / (10 × servers) must be at least 2",
+            ));
+        }
         Ok(Self {
             slice,
             threshold: hot.threshold,
