@@ -1,13 +1,11 @@
 //! The steps of the decision path for a hot key: the allotment answers,
 //! or a store call of the same path decides the request and takes a slice.
 
-use super::{Allotments, Step};
+use super::{Allotments, Step, TakeDone};
 use crate::limiter::core::{AsOutcome, Ask, Core, Finish};
 use crate::pending::Pending;
 use crate::store::Mode;
-use std::pin::Pin;
 use std::sync::Arc;
-use tokio::sync::futures::OwnedNotified;
 
 impl Core {
     /// A check of the limiter's own limits when it has hot keys: the deny
@@ -21,11 +19,26 @@ impl Core {
         cost: u64,
         finish: F,
     ) -> Pending<F::Output> {
+        match self.allotted_step(table, ask, cost, finish) {
+            Ok(decided) => decided,
+            Err((done, finish)) => self.after_take(ask, cost, done, finish),
+        }
+    }
+
+    /// [`allotted`](Self::allotted), or the take under way to wait for
+    /// first (with `finish` back).
+    fn allotted_step<F: Finish>(
+        self: &Arc<Self>,
+        table: &Allotments,
+        ask: &Ask<'_>,
+        cost: u64,
+        finish: F,
+    ) -> Result<Pending<F::Output>, (TakeDone, F)> {
         let now = self.local_now();
         if let Some(cache) = &self.deny_cache {
             if let Some(hit) = cache.get(ask.key, cost, now) {
                 self.metrics.cache_hit(&hit.overall());
-                return Pending::ready(Ok(finish.finish(hit)));
+                return Ok(Pending::ready(Ok(finish.finish(hit))));
             }
         }
         let (step, give_back) = table.step(ask.key, cost, now);
@@ -48,7 +61,7 @@ impl Core {
                 .iter()
                 .all(|t| cost + want <= t.spec.max_cost())
         };
-        match step {
+        Ok(match step {
             Step::Local(outcome) => {
                 self.record(ask.mode, ask.counted, ask.key, cost, Some(now), &outcome);
                 Pending::ready(Ok(finish.finish(outcome)))
@@ -58,18 +71,20 @@ impl Core {
                 table.took_none(ask.key, id);
                 self.decide(ask, cost, Some(now), finish)
             }
-            Step::Wait(done) => self.after_take(ask, cost, done, finish),
+            Step::Wait(done) => return Err((done, finish)),
             Step::Store => self.decide(ask, cost, Some(now), finish),
-        }
+        })
     }
 
     /// Once the take under way for the key is over (or the limiter's
-    /// timeout has passed), ask again: most often the new slice decides.
+    /// timeout has passed), ask again: most often the new slice decides;
+    /// if another take is under way by then, wait for that one (a loop,
+    /// not a future inside a future).
     fn after_take<F: Finish>(
         self: &Arc<Self>,
         ask: &Ask<'_>,
         cost: u64,
-        done: Pin<Box<OwnedNotified>>,
+        done: TakeDone,
         finish: F,
     ) -> Pending<F::Output> {
         let (core, plan, key) = (self.clone(), ask.plan.clone(), ask.key.to_owned());
@@ -78,7 +93,6 @@ impl Core {
             let Some(table) = &core.allotments else {
                 return Err(crate::limiter::outcome::none());
             };
-            let _ = tokio::time::timeout(table.wait, done).await;
             let ask = Ask {
                 plan: &plan,
                 own: true,
@@ -89,7 +103,14 @@ impl Core {
                 lease: "",
                 slice: 0,
             };
-            core.allotted(table, &ask, cost, finish).await
+            let (mut done, mut finish) = (done, finish);
+            loop {
+                let _ = tokio::time::timeout(table.wait, done).await;
+                match core.allotted_step(table, &ask, cost, finish) {
+                    Ok(decided) => return decided.await,
+                    Err((next, back)) => (done, finish) = (next, back),
+                }
+            }
         };
         Pending::later(Box::pin(decision))
     }

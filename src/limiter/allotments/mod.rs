@@ -24,6 +24,9 @@ mod decide;
 
 type Map = HashMap<Box<str>, Heat, foldhash::fast::RandomState>;
 
+/// The end of a take under way, for a request that waits for it.
+type TakeDone = Pin<Box<OwnedNotified>>;
+
 /// A take that has not answered after this long is taken as lost (its
 /// caller gave up): another request may take a slice.
 const TAKE_STALE_MS: u64 = 1000;
@@ -82,7 +85,7 @@ pub(crate) enum Step {
     /// Ask the store, taking `want` units beside the request (take `id`).
     Take { want: u64, id: u64 },
     /// Wait for the take under way, then ask again.
-    Wait(Pin<Box<OwnedNotified>>),
+    Wait(TakeDone),
     /// Ask the store for the request alone.
     Store,
 }
