@@ -260,18 +260,28 @@ fn a_server_dropped_holding_a_slice_costs_that_slice_and_no_more() {
     dropped_holder(TokenBucket::new(1000, 1000.0), 1000, "drop-tb");
 }
 
+/// A limiter of one app server on `server` (slices of limit / 10), hot from
+/// the first request, on a `ManualClock` at `T0`.
+fn one_server(
+    server: &RedisServer,
+    limit: u64,
+    window: Duration,
+) -> floodgate::LimiterBuilder<FixedWindow> {
+    Limiter::builder(
+        RedisStore::from_url(&server.url()).unwrap(),
+        FixedWindow::new(limit, window),
+    )
+    .clock(ManualClock::new(T0))
+    .hot_keys(HotKeys::new(1).threshold(1))
+}
+
 #[test]
 fn a_local_decision_reports_the_store_remaining_plus_the_slice_left() {
     let server = RedisServer::start();
     runtime().block_on(async {
-        let limiter = Limiter::builder(
-            RedisStore::from_url(&server.url()).unwrap(),
-            FixedWindow::new(1000, Duration::from_secs(1)),
-        )
-        .clock(ManualClock::new(T0))
-        .hot_keys(HotKeys::new(1).threshold(1))
-        .build()
-        .unwrap();
+        let limiter = one_server(&server, 1000, Duration::from_secs(1))
+            .build()
+            .unwrap();
         // The first request takes 1 + 100 units in one call.
         assert_eq!(limiter.check("k", 1).await.unwrap().remaining(), 999);
         let calls = fcalls(&server);
@@ -298,16 +308,11 @@ fn a_held_slice_decides_through_an_outage_then_the_failure_policy_answers_in_tim
     let mut server = RedisServer::start();
     runtime().block_on(async {
         // One server: slices of 100. Fail closed, so the policy's answers show.
-        let limiter = Limiter::builder(
-            RedisStore::from_url(&server.url()).unwrap(),
-            FixedWindow::new(1000, Duration::from_secs(3600)),
-        )
-        .clock(ManualClock::new(T0))
-        .timeout(TIMEOUT)
-        .on_store_failure(FailurePolicy::FailClosed)
-        .hot_keys(HotKeys::new(1).threshold(1))
-        .build()
-        .unwrap();
+        let limiter = one_server(&server, 1000, Duration::from_secs(3600))
+            .timeout(TIMEOUT)
+            .on_store_failure(FailurePolicy::FailClosed)
+            .build()
+            .unwrap();
         let fresh = limiter.check("k", 1).await.unwrap();
         assert!(fresh.allowed() && !fresh.is_degraded());
 
@@ -377,15 +382,10 @@ fn the_layer_reports_honest_numbers_on_locally_decided_requests() {
     let server = RedisServer::start();
     runtime().block_on(async {
         // One server: slices of 200 / 10 = 20.
-        let limiter = Limiter::builder(
-            RedisStore::from_url(&server.url()).unwrap(),
-            FixedWindow::new(200, Duration::from_secs(3600)),
-        )
-        .name("partners")
-        .clock(ManualClock::new(T0))
-        .hot_keys(HotKeys::new(1).threshold(1))
-        .build()
-        .unwrap();
+        let limiter = one_server(&server, 200, Duration::from_secs(3600))
+            .name("partners")
+            .build()
+            .unwrap();
         let key = Header::try_new("x-api-key").unwrap();
         let app = Router::new()
             .route("/", get(|| async { "ok" }))
@@ -427,14 +427,10 @@ fn the_layer_reports_honest_numbers_on_locally_decided_requests() {
 fn a_key_spray_does_not_push_a_hot_key_out_of_its_slice() {
     let server = RedisServer::start();
     runtime().block_on(async {
-        let limiter = Limiter::builder(
-            RedisStore::from_url(&server.url()).unwrap(),
-            FixedWindow::new(10_000, Duration::from_secs(3600)),
-        )
-        .clock(ManualClock::new(T0))
-        .hot_keys(HotKeys::new(1).threshold(1).max_keys(10))
-        .build()
-        .unwrap();
+        let limiter = one_server(&server, 10_000, Duration::from_secs(3600))
+            .hot_keys(HotKeys::new(1).threshold(1).max_keys(10))
+            .build()
+            .unwrap();
         assert!(limiter.check("hot", 1).await.unwrap().allowed());
         for i in 0..2_000 {
             limiter.check(&format!("spray-{i}"), 1).await.unwrap();
