@@ -2,8 +2,9 @@
 //! `check_all`, `check_with`, `peek`, `refund`, `refund_with`, the layers,
 //! a concurrency limiter's `acquire`, `peek` and releases) comes here:
 //!
-//! plan (limits → store targets) → deny cache → store → guard (timeout,
-//! breaker, failure policy) → combine → deny cache → metrics.
+//! plan (limits → store targets) → deny cache → hot key's allotment
+//! (`allotments/`, with `HotKeys`) → store → guard (timeout, breaker,
+//! failure policy) → combine → deny cache → metrics.
 //!
 //! A store that never waits (memory) answers at once, and the decision is
 //! ready before `run` returns: no future, no timeout, no breaker (it cannot
