@@ -13,9 +13,11 @@ use std::time::Duration;
 /// hot key, the server takes an **allotment**: a slice of the key's quota,
 /// charged in the store at once, in the same call that decides the request
 /// at hand. It then decides that key from memory until the slice is spent
-/// or the allotment ends, and takes the next slice the same way. Cold keys
-/// are decided by the store as before, and so is every key on the memory
-/// store's own path (a memory store gains nothing: use it with Redis).
+/// or the allotment ends, and takes the next slice the same way; requests
+/// for the key that arrive while a slice is being taken wait for it (at
+/// most the limiter's timeout), so a burst takes one slice, not one each.
+/// Cold keys are decided by the store as before. (On a memory store the
+/// same happens, for nothing: use hot keys with Redis.)
 ///
 /// Every admitted unit was charged in Redis before it was admitted, so the
 /// servers together never admit more than the store would have. The price
@@ -56,8 +58,10 @@ use std::time::Duration;
 /// **The numbers on a local decision**: `remaining` is what the store
 /// reported left when the slice was taken, plus what this server's slice
 /// still holds (other servers may have spent some since); `reset_after`
-/// and the waits count down from that reply. A denial comes from the store
-/// or from the deny cache, which hot keys turn on (see
+/// and the waits count down from that reply. A denial comes from the
+/// store, from the local denial of a spent key above (its `retry_after`
+/// is when this server will ask again), or from the deny cache, which hot
+/// keys turn on (see
 /// [`LimiterBuilder::deny_cache`](crate::LimiterBuilder::deny_cache) for
 /// when it is exact).
 ///
