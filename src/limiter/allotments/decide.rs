@@ -63,6 +63,9 @@ impl Core {
         };
         Ok(match step {
             Step::Local(outcome) => {
+                if ask.counted {
+                    table.counted_local();
+                }
                 self.record(ask.mode, ask.counted, ask.key, cost, Some(now), &outcome);
                 Pending::ready(Ok(finish.finish(outcome)))
             }

@@ -124,6 +124,11 @@ impl Allotments {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A decision made here that the metrics count as a decision.
+    pub(crate) fn counted_local(&self) {
+        self.counters.local.increment(1);
+    }
+
     /// What to do with a request of `cost` for `key` at `now`, and the
     /// units of an ended allotment to give back to the store (0: none).
     pub(crate) fn step(&self, key: &str, cost: u64, now: u64) -> (Step, u64) {
@@ -150,7 +155,6 @@ impl Allotments {
                 let numbers = held
                     .numbers
                     .map_each(|d| d.with_remaining(d.remaining() + left).aged(since));
-                self.counters.local.increment(1);
                 return (Step::Local(numbers), 0);
             }
             // Ended, or too small for this request: what is left (less than
@@ -167,7 +171,6 @@ impl Allotments {
         if let Some((until, numbers, asked)) = &heat.drained {
             if now < *until {
                 let since = Duration::from_millis(now - asked);
-                self.counters.local.increment(1);
                 return (Step::Local(numbers.map_each(|d| d.aged(since))), give_back);
             }
             heat.drained = None;
