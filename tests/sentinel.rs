@@ -83,6 +83,39 @@ async fn a_password_on_the_data_nodes() {
     );
 }
 
+/// Sentinels with a password of their own (`requirepass` on the sentinel
+/// processes): given with `sentinel_password`, the URL's password staying
+/// the data nodes'. Without it, the sentinels refuse, and that is the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_on_the_sentinels() {
+    let set = tokio::task::block_in_place(|| SentinelSet::start_full(None, Some("spw")));
+    let ports: Vec<String> = set
+        .sentinel_ports()
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    let url = format!("redis+sentinel://{}/mymaster", ports.join(","));
+    let store = RedisStore::builder(&url)
+        .sentinel_password("spw")
+        .build()
+        .unwrap();
+    store.probe().await.expect("with the sentinels' password");
+    let limiter = Limiter::builder(store, frozen()).build().unwrap();
+    assert!(limiter.check("k", 1).await.unwrap().allowed());
+    let e = RedisStore::from_url(&url)
+        .unwrap()
+        .probe()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            StoreErrorKind::Permission | StoreErrorKind::Unavailable | StoreErrorKind::Connection
+        ),
+        "{e}"
+    );
+}
+
 #[test]
 fn malformed_sentinel_urls_name_the_field() {
     for url in [

@@ -23,6 +23,9 @@ pub struct SentinelSet {
     reaper: Option<Child>,
     dir: PathBuf,
     password: Option<String>,
+    /// The sentinels' own password (`requirepass` of the sentinel
+    /// processes, and `sentinel sentinel-pass` between them), if any.
+    sentinel_password: Option<String>,
     /// The primary's port as last known: at the start, then as
     /// [`SentinelSet::wait_for_failover`] found it.
     primary: u16,
@@ -37,8 +40,14 @@ fn eventually(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
 }
 
 /// One command to a sentinel at `port` (plain connection, no password).
-fn sentinel_query<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
-    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}"))?.get_connection()?;
+fn sentinel_query<T: redis::FromRedisValue>(
+    port: u16,
+    password: Option<&str>,
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    let auth = password.map(|p| format!(":{p}@")).unwrap_or_default();
+    let mut conn =
+        redis::Client::open(format!("redis://{auth}127.0.0.1:{port}"))?.get_connection()?;
     let mut c = redis::cmd(args[0]);
     for a in &args[1..] {
         c.arg(*a);
@@ -47,8 +56,9 @@ fn sentinel_query<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::
 }
 
 /// `SENTINEL MASTER mymaster` as field/value pairs.
-fn master_fields(port: u16) -> Option<Vec<(String, String)>> {
-    let flat: Vec<String> = sentinel_query(port, &["SENTINEL", "MASTER", MASTER_NAME]).ok()?;
+fn master_fields(port: u16, password: Option<&str>) -> Option<Vec<(String, String)>> {
+    let flat: Vec<String> =
+        sentinel_query(port, password, &["SENTINEL", "MASTER", MASTER_NAME]).ok()?;
     Some(
         flat.chunks(2)
             .filter(|c| c.len() == 2)
@@ -73,6 +83,12 @@ impl SentinelSet {
     /// With `password` on the data nodes (`requirepass`, `masterauth`, and
     /// the sentinels' `auth-pass`), if given. The sentinels have none.
     pub fn start_with(password: Option<&str>) -> Self {
+        Self::start_full(password, None)
+    }
+
+    /// As [`start_with`](Self::start_with), and with `sentinel_password`
+    /// on the sentinels themselves, if given.
+    pub fn start_full(password: Option<&str>, sentinel_password: Option<&str>) -> Self {
         let t = Instant::now();
         // No 5 s wait before a full sync (the default delay), on either
         // node: each is the primary at some point.
@@ -95,6 +111,7 @@ impl SentinelSet {
             sentinels: Vec::new(),
             reaper: None,
             password: password.map(str::to_string),
+            sentinel_password: sentinel_password.map(str::to_string),
             primary: primary_port,
         };
         std::fs::create_dir_all(&set.dir).expect("temp dir for the sentinels");
@@ -111,7 +128,8 @@ impl SentinelSet {
         let replica_port = set.nodes[1].port();
         eventually(
             "the replica in sync with the primary",
-            Duration::from_secs(10),
+            // Sets start in parallel (one per test): 10 s was short once.
+            Duration::from_secs(30),
             || {
                 set.node_query::<String>(replica_port, &["INFO", "replication"])
                     .is_ok_and(|i| i.contains("master_link_status:up"))
@@ -129,13 +147,18 @@ impl SentinelSet {
                 &format!("sentinel on {port} sees the whole set"),
                 Duration::from_secs(30),
                 || {
-                    let Some(f) = master_fields(port) else {
+                    let pw = set.sentinel_password.as_deref();
+                    let Some(f) = master_fields(port, pw) else {
                         return false;
                     };
                     field(&f, "num-slaves") == Some("1")
                         && field(&f, "num-other-sentinels") == Some("2")
-                        && sentinel_query::<String>(port, &["SENTINEL", "CKQUORUM", MASTER_NAME])
-                            .is_ok()
+                        && sentinel_query::<String>(
+                            port,
+                            pw,
+                            &["SENTINEL", "CKQUORUM", MASTER_NAME],
+                        )
+                        .is_ok()
                 },
             );
         }
@@ -159,6 +182,9 @@ impl SentinelSet {
             if let Some(pw) = &self.password {
                 text = text + "sentinel auth-pass " + MASTER_NAME + " " + pw + "\n";
             }
+            if let Some(pw) = &self.sentinel_password {
+                text = text + "requirepass " + pw + "\nsentinel sentinel-pass " + pw + "\n";
+            }
             std::fs::write(&conf, text).expect("write a sentinel config");
             let mut cmd = Command::new("redis-server");
             cmd.arg(&conf)
@@ -177,7 +203,8 @@ impl SentinelSet {
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
                 }
-                if sentinel_query::<String>(port, &["PING"]).is_ok() {
+                let pw = self.sentinel_password.as_deref();
+                if sentinel_query::<String>(port, pw, &["PING"]).is_ok() {
                     return (port, Some(child));
                 }
                 assert!(
@@ -281,13 +308,18 @@ impl SentinelSet {
 
     /// Run one command on the sentinel at `port`.
     pub fn sentinel_cmd<T: redis::FromRedisValue>(&self, port: u16, args: &[&str]) -> T {
-        sentinel_query(port, args).unwrap_or_else(|e| panic!("{args:?} on sentinel {port}: {e}"))
+        sentinel_query(port, self.sentinel_password.as_deref(), args)
+            .unwrap_or_else(|e| panic!("{args:?} on sentinel {port}: {e}"))
     }
 
     /// `SENTINEL get-master-addr-by-name mymaster` of the sentinel at
     /// `port`, asked with `redis-cli`: the port it names.
     pub fn primary_seen_by(&self, port: u16) -> Option<u16> {
-        let out = run_cli(Command::new("redis-cli").args([
+        let mut cli = Command::new("redis-cli");
+        if let Some(pw) = &self.sentinel_password {
+            cli.env("REDISCLI_AUTH", pw);
+        }
+        let out = run_cli(cli.args([
             "-h",
             "127.0.0.1",
             "-p",
