@@ -3,7 +3,8 @@
 //! builder; a wrong CA is an error that names TLS, from `probe()` and as the
 //! failure report of a decision; a server that requires client
 //! certificates refuses a store without one and serves one with it; the
-//! same for a cluster started with `--tls-cluster yes`. (The platform trust
+//! same for a cluster started with `--tls-cluster yes`; `rediss+sentinel://`
+//! through a TLS sentinel to TLS data nodes that replicate over TLS. (The platform trust
 //! store, through `SSL_CERT_FILE`, is `tests/tls_platform_store.rs`: it sets
 //! the process's environment.)
 
@@ -16,6 +17,7 @@ use floodgate::algorithm::FixedWindow;
 use floodgate::failure::{FailureKind, FailurePolicy};
 use floodgate::store::{RedisClusterStore, RedisStore, Store, StoreErrorKind};
 use floodgate::{Error, Limiter};
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -185,4 +187,125 @@ async fn insecure_skips_verification() {
         .await
         .expect("#insecure");
     assert!(report.nodes()[0].tls());
+}
+
+/// A sentinel of TLS data nodes, itself on TLS (and on a plain port for the
+/// test's own questions), killed on drop.
+struct TlsSentinel {
+    child: std::process::Child,
+    tls: u16,
+    dir: std::path::PathBuf,
+}
+
+impl TlsSentinel {
+    fn start(certs: &TestCerts, primary_tls_port: u16) -> Self {
+        let (plain, tls) = (common::free_port(), common::free_port());
+        let dir = std::env::temp_dir().join(format!("floodgate-tls-sentinel-{plain}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut conf = format!(
+            "port {plain}\ntls-port {tls}\nbind 127.0.0.1\ndir {}\ntls-replication yes\n\
+             tls-auth-clients no\nsentinel monitor mymaster 127.0.0.1 {primary_tls_port} 1\n",
+            dir.display()
+        );
+        for pair in certs.server_args().chunks(2) {
+            let _ = writeln!(conf, "{} {}", pair[0].trim_start_matches("--"), pair[1]);
+        }
+        let path = dir.join("sentinel.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = std::process::Command::new("redis-server")
+            .arg(&path)
+            .arg("--sentinel")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server --sentinel (apt-get install redis-server)");
+        let sentinel = Self { child, tls, dir };
+        // Ready: it names the primary, and has found its replica.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let replicas: redis::RedisResult<Vec<redis::Value>> =
+                redis::Client::open(format!("redis://127.0.0.1:{plain}"))
+                    .and_then(|c| c.get_connection())
+                    .and_then(|mut c| {
+                        redis::cmd("SENTINEL")
+                            .arg("REPLICAS")
+                            .arg("mymaster")
+                            .query(&mut c)
+                    });
+            if replicas.is_ok_and(|r| !r.is_empty()) {
+                return sentinel;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the TLS sentinel on {plain} did not find the replica in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for TlsSentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `rediss+sentinel://`: TLS to the sentinel and to the data nodes it
+/// names (which replicate over TLS), with the CA given to the builder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_sentinel_reaches_tls_data_nodes_through_a_tls_sentinel() {
+    let certs = TestCerts::generate();
+    let options = TlsOptions {
+        auth_clients: false,
+        plain_port: true,
+    };
+    let tls_replication = ["--tls-replication", "yes"];
+    let primary = RedisServer::start_tls_with(&certs, options, &tls_replication);
+    let primary_port = primary.port().to_string();
+    let replica = RedisServer::start_tls_with(
+        &certs,
+        options,
+        &[
+            &tls_replication[..],
+            &["--replicaof", "127.0.0.1", &primary_port],
+        ]
+        .concat(),
+    );
+    let synced = std::time::Instant::now() + Duration::from_secs(30);
+    while !replica
+        .cmd::<String>(&["INFO", "replication"])
+        .contains("master_link_status:up")
+    {
+        assert!(std::time::Instant::now() < synced, "replica not in sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sentinel = tokio::task::block_in_place(|| TlsSentinel::start(&certs, primary.port()));
+    let url = format!("rediss+sentinel://127.0.0.1:{}/mymaster", sentinel.tls);
+    let store = RedisStore::builder(&url)
+        .ca_certificate(certs.ca_pem.clone())
+        .build()
+        .unwrap();
+    let report = store.probe().await.expect("through the TLS sentinel");
+    assert!(format!("{report:?}").contains("tls: true"), "{report:?}");
+    let limiter = Limiter::builder(store, FixedWindow::new(2, Duration::from_secs(3600)))
+        .on_store_failure(FailurePolicy::ReturnError)
+        .build()
+        .unwrap();
+    assert!(limiter.check("k", 1).await.unwrap().allowed());
+    assert!(limiter.check("k", 1).await.unwrap().allowed());
+    assert!(limiter.check("k", 1).await.unwrap().denied());
+    // The state is on the primary (asked on its plain port).
+    assert_eq!(
+        primary.cmd::<u64>(&["EXISTS", "floodgate:default:fw:{k}"]),
+        1
+    );
+    // Without the CA, the sentinel's certificate is not trusted.
+    let untrusted = RedisStore::from_url(&url)
+        .unwrap()
+        .probe()
+        .await
+        .unwrap_err();
+    assert_eq!(untrusted.kind(), StoreErrorKind::Tls, "{untrusted}");
 }

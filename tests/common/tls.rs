@@ -181,7 +181,7 @@ impl TestCerts {
     }
 
     /// `redis-server` arguments of the certificate files.
-    fn server_args(&self) -> Vec<String> {
+    pub fn server_args(&self) -> Vec<String> {
         vec![
             "--tls-cert-file".into(),
             self.server_cert.display().to_string(),
