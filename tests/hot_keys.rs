@@ -445,38 +445,26 @@ fn a_key_spray_does_not_push_a_hot_key_out_of_its_slice() {
 
 #[test]
 fn hot_keys_are_refused_for_the_sliding_log_the_leaky_bucket_and_tiny_slices_naming_the_field() {
-    let hot = HotKeys::new(4);
-    let log = SlidingLog::new(10, Duration::from_secs(1));
-    let err = Limiter::builder(MemoryStore::new(), log)
-        .hot_keys(hot)
-        .build()
-        .unwrap_err();
-    assert_eq!(err.field(), "hot_keys");
-    assert!(err.to_string().contains("sliding log"), "{err}");
-    let leaky = LeakyBucket::new(10, 1.0);
-    let err = Limiter::builder(MemoryStore::new(), leaky)
-        .hot_keys(hot)
-        .build()
-        .unwrap_err();
-    assert_eq!(err.field(), "hot_keys");
-    let zero = Limiter::builder(
-        MemoryStore::new(),
-        FixedWindow::new(10, Duration::from_secs(1)),
-    )
-    .hot_keys(HotKeys::new(0))
-    .build()
-    .unwrap_err();
-    assert_eq!(zero.field(), "hot_keys");
+    /// The build error of `algorithm` with `hot`: it names `hot_keys` and says `why`.
+    fn refused<A: Algorithm>(algorithm: A, hot: HotKeys, why: &str) {
+        let err = Limiter::builder(MemoryStore::new(), algorithm)
+            .hot_keys(hot)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.field(), "hot_keys");
+        assert!(err.to_string().contains(why), "{err}");
+    }
+    let second = Duration::from_secs(1);
+    refused(SlidingLog::new(10, second), HotKeys::new(1), "sliding log");
+    refused(LeakyBucket::new(10, 1.0), HotKeys::new(1), "leaky bucket");
+    refused(FixedWindow::new(100, second), HotKeys::new(0), "at least 1");
+    refused(
+        FixedWindow::new(100, second),
+        HotKeys::new(1).threshold(0),
+        "at least 1",
+    );
     // 10 / (10 × 4) is no slice at all.
-    let small = Limiter::builder(
-        MemoryStore::new(),
-        FixedWindow::new(10, Duration::from_secs(1)),
-    )
-    .hot_keys(HotKeys::new(4))
-    .build()
-    .unwrap_err();
-    assert_eq!(small.field(), "hot_keys");
-    assert!(small.to_string().contains("too small"), "{small}");
+    refused(FixedWindow::new(10, second), HotKeys::new(4), "too small");
     // Several limits of the four that can be shared are fine (slices of
     // 40 / (10 × 2) = 2, from the smallest).
     let limits = Limits::new("minute", FixedWindow::new(600, Duration::from_secs(60)))
