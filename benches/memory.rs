@@ -8,6 +8,7 @@
 //! cargo bench --bench memory -- --test          # smoke: every bench once, tiny table
 //! FLOODGATE_BENCH_PROFILE=gcra cargo bench --bench memory --no-run   # see below
 //! FLOODGATE_BENCH_TABLE=gcra,token_bucket cargo bench --bench memory  # the ratio table alone
+//! FLOODGATE_BENCH_TABLE=router cargo bench --bench memory             # the axum table alone
 //! ```
 //!
 //! Like for like: both sides take `String` keys from the same pre-built pool
@@ -37,7 +38,8 @@
 //! noise of a network stack and a client sharing the cores.
 //!
 //! For callgrind and perf: with `FLOODGATE_BENCH_PROFILE=<contender>` (an
-//! algorithm, `governor`, `router_plain` or `router_layer`) the binary makes
+//! algorithm, `governor`, `router_plain`, `router_layer` or
+//! `router_governor`) the binary makes
 //! 200 000 decisions (requests; `FLOODGATE_BENCH_N` for another count) of
 //! that contender on one thread, prints the time each took and exits, e.g.
 //! `FLOODGATE_BENCH_PROFILE=gcra valgrind --tool=callgrind target/release/deps/memory-<hash>`.
@@ -163,6 +165,39 @@ fn router(layer: bool) -> App {
     }))
 }
 
+/// `tower_governor`'s key for `router_governor`: the `x-client` header, as
+/// floodgate's `Header` takes it (an owned `String`).
+#[derive(Clone)]
+struct ClientHeader;
+
+impl tower_governor::key_extractor::KeyExtractor for ClientHeader {
+    type Key = String;
+
+    fn extract<T>(&self, req: &http::Request<T>) -> Result<String, tower_governor::GovernorError> {
+        req.headers()
+            .get("x-client")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+            .ok_or(tower_governor::GovernorError::UnableToExtractKey)
+    }
+}
+
+/// The same app behind `tower_governor` 0.8's `GovernorLayer` at the same
+/// quota (GCRA, `LIMIT` a second, a burst of `LIMIT`), its defaults
+/// otherwise (no headers on admitted responses), as `http_load` sets it up.
+fn router_governor() -> App {
+    let hello = Router::new().route("/", get(|| async { "hello" }));
+    let config = tower_governor::governor::GovernorConfigBuilder::default()
+        .period(Duration::from_secs(1) / LIMIT)
+        .burst_size(LIMIT)
+        .key_extractor(ClientHeader)
+        .finish()
+        .expect("a valid quota");
+    App(std::sync::Mutex::new(
+        hello.layer(tower_governor::GovernorLayer::new(config)),
+    ))
+}
+
 fn floodgate<A: Algorithm>(alg: A) -> Floodgate<A> {
     Floodgate(Limiter::new(MemoryStore::new(), alg))
 }
@@ -267,6 +302,7 @@ fn apps() -> Vec<(&'static str, Box<dyn DynDecider>)> {
             Box::new(router(false)) as Box<dyn DynDecider>,
         ),
         ("router_layer", Box::new(router(true))),
+        ("router_governor", Box::new(router_governor())),
     ]
 }
 
@@ -412,10 +448,17 @@ fn layer_table(rounds: usize, n: u64) {
     println!("|---|---|---|");
     println!("| without the layer | {:.1} | |", med[0]);
     println!(
-        "| with RateLimitLayer (GCRA, memory) | {:.1} | {:.1} ({:.2}× the plain app) |",
+        "| with RateLimitLayer (GCRA, memory, IETF headers) | {:.1} | {:.1} ({:.2}× the plain app; {:.2}× tower_governor's own) |",
         med[1],
         med[1] - med[0],
-        med[1] / med[0]
+        med[1] / med[0],
+        (med[1] - med[0]) / (med[2] - med[0])
+    );
+    println!(
+        "| with tower_governor's GovernorLayer (GCRA, no headers) | {:.1} | {:.1} ({:.2}× the plain app) |",
+        med[2],
+        med[2] - med[0],
+        med[2] / med[0]
     );
 }
 
@@ -457,7 +500,15 @@ fn main() {
             .ok()
             .and_then(|n| n.parse().ok())
             .unwrap_or(9);
-        return ratio_table(rounds, 400_000, Some(&names));
+        let (apps, others): (Vec<&str>, Vec<&str>) =
+            names.split(',').partition(|n| n.starts_with("router"));
+        if !others.is_empty() {
+            ratio_table(rounds, 400_000, Some(&others.join(",")));
+        }
+        if !apps.is_empty() {
+            layer_table(rounds, 200_000);
+        }
+        return;
     }
     let args: Vec<String> = std::env::args().collect();
     let smoke = args.iter().any(|a| a == "--test");

@@ -88,12 +88,23 @@ impl<T> Pending<T> {
         Pending { state }
     }
 
-    /// The result, if it is ready and a success, where it lies.
+    /// `read` of the result where it lies, if it is ready and a success;
+    /// else the pending decision back. A ready result is `Copy` (nothing to
+    /// drop), so the `Pending` is forgotten rather than dropped: dropping
+    /// it was a call of its own on every memory-store decision (17 of ~725
+    /// instructions, callgrind).
     #[inline(always)]
-    pub(crate) fn ready_ref(&self) -> Option<&T> {
+    pub(crate) fn read_ready<U>(self, read: impl FnOnce(&T) -> U) -> Result<U, Self>
+    where
+        T: Copy,
+    {
         match &self.state {
-            State::Ready(t) => Some(t),
-            _ => None,
+            State::Ready(t) => {
+                let read = read(t);
+                std::mem::forget(self);
+                Ok(read)
+            }
+            _ => Err(self),
         }
     }
 

@@ -213,12 +213,13 @@ impl Core {
             mode = batch.mode.as_str(),
             cost = batch.cost,
         );
-        let entered = span.clone();
-        entered.in_scope(|| self.answer(ask, batch, asked, finish, Some(span)))
+        span.in_scope(|| self.answer(ask, batch, asked, finish, Some(&span)))
     }
 
     /// The store's answer to `batch`, read where the store wrote it: ready
-    /// at once, or a decision under way (inside `span`, if any).
+    /// at once, or a decision under way (inside `span`, if any). The span
+    /// is borrowed: an owned `None` cost a call to drop it on every
+    /// memory-store decision (19 of ~725 instructions, callgrind).
     #[inline(always)]
     fn answer<F: Finish>(
         self: &Arc<Self>,
@@ -226,7 +227,7 @@ impl Core {
         batch: &Batch<'_>,
         asked: Option<u64>,
         finish: F,
-        span: Option<tracing::Span>,
+        span: Option<&tracing::Span>,
     ) -> Pending<F::Output> {
         match self.store.decide(batch) {
             Answer::One(ref reply) => self.ready(
@@ -239,7 +240,7 @@ impl Core {
             Answer::PerTarget(ref replies) => {
                 self.ready(ask.counted, batch, asked, replies, finish)
             }
-            Answer::Later(store) => self.later(store, span, ask, batch, asked, finish),
+            Answer::Later(store) => self.later(store, span.cloned(), ask, batch, asked, finish),
         }
     }
 

@@ -12,7 +12,7 @@ pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{AsOverall, Ask, Core, Plan};
 pub use self::hot_keys::HotKeys;
-pub(crate) use self::outcome::Outcome;
+pub(crate) use self::outcome::{Outcome, Overall};
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
@@ -213,9 +213,10 @@ impl<A: Algorithm> Limiter<A> {
             .core
             .run_into(self.ask(plan, key, cost, mode), AsOverall);
         // Read where it lies, into the place it is returned to: see `Outcome`.
-        if let Some(total) = pending.ready_ref() {
-            return Ok(total.decision());
-        }
+        let pending = match pending.read_ready(Overall::decision) {
+            Ok(decision) => return Ok(decision),
+            Err(pending) => pending,
+        };
         match pending.now() {
             Ok(ready) => ready.map(|t| t.decision()),
             Err(later) => later.await.map(|t| t.decision()),

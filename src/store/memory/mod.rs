@@ -201,16 +201,14 @@ impl MemoryStore {
 }
 
 impl Inner {
+    /// The slot of `user` in namespace `ns`; `user` is the key as
+    /// [`bounded`] made it, `hashed` when that is a hash of a long key (long
+    /// keys are hashed as on Redis: they cannot blow up memory).
     #[inline]
-    fn slot<'a>(&self, ns: u64, user: &'a str) -> Slot<'a> {
-        // Long keys are hashed as on Redis: they cannot blow up memory.
-        let user = bounded(user);
-        let ns = match user {
-            Cow::Owned(_) => ns | HASHED,
-            Cow::Borrowed(_) => ns,
-        };
+    fn slot<'a>(&self, ns: u64, user: &'a str, hashed: bool) -> Slot<'a> {
+        let ns = if hashed { ns | HASHED } else { ns };
         Slot {
-            hash: self.hasher.hash_one((ns, &*user)),
+            hash: self.hasher.hash_one((ns, user)),
             ns,
             user,
         }
@@ -251,15 +249,17 @@ impl Backend for Inner {
             write,
         };
         let max = self.max_per_shard;
+        let user = bounded(batch.key);
+        let hashed = matches!(user, Cow::Owned(_));
         if let [target] = batch.targets {
-            let slot = self.slot(target.ns.id, batch.key);
+            let slot = self.slot(target.ns.id, &user, hashed);
             let mut shard = lock(&self.shards[self.shard(&slot)]);
             return Answer::One(shard.run(&self.hasher, &slot, step(0, true), max));
         }
         let slots: SmallVec<[Slot<'_>; 4]> = batch
             .targets
             .iter()
-            .map(|t| self.slot(t.ns.id, batch.key))
+            .map(|t| self.slot(t.ns.id, &user, hashed))
             .collect();
         // Lock every shard involved once, in index order so that two calls
         // never wait on each other; `held[i]` is the guard of `slots[i]`.

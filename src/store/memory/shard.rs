@@ -6,7 +6,6 @@ use super::evict::Evictor;
 use crate::algorithm::{Reply, Spec, State};
 use crate::store::Batch;
 use hashbrown::HashTable;
-use std::borrow::Cow;
 use std::hash::BuildHasher;
 
 /// Sweeps never run on maps smaller than this: sweeping tiny maps buys nothing.
@@ -26,11 +25,14 @@ pub(super) struct Key {
 pub(super) const HASHED: u64 = 1 << 63;
 
 /// Where a key lives: its hash and the key itself (the user key hashed when
-/// it is longer than the Redis store would keep).
+/// it is longer than the Redis store would keep, made once per batch).
+/// Borrowed, not a `Cow`: a slot built from a `Cow` just written was copied
+/// with wider loads than the writes, a stall on every memory-store
+/// decision (8 % of its samples under perf, BENCHMARKS.md).
 pub(super) struct Slot<'a> {
     pub(super) hash: u64,
     pub(super) ns: u64,
-    pub(super) user: Cow<'a, str>,
+    pub(super) user: &'a str,
 }
 
 pub(super) struct Entry {
