@@ -4,7 +4,8 @@
 //! failure report of a decision; a server that requires client
 //! certificates refuses a store without one and serves one with it; the
 //! same for a cluster started with `--tls-cluster yes`; `rediss+sentinel://`
-//! through a TLS sentinel to TLS data nodes that replicate over TLS. (The platform trust
+//! through a TLS sentinel to TLS data nodes that replicate over TLS, and
+//! through a failover of those nodes. (The platform trust
 //! store, through `SSL_CERT_FILE`, is `tests/tls_platform_store.rs`: it sets
 //! the process's environment.)
 
@@ -194,6 +195,7 @@ async fn insecure_skips_verification() {
 struct TlsSentinel {
     child: std::process::Child,
     tls: u16,
+    plain: u16,
     dir: std::path::PathBuf,
 }
 
@@ -204,7 +206,9 @@ impl TlsSentinel {
         std::fs::create_dir_all(&dir).unwrap();
         let mut conf = format!(
             "port {plain}\ntls-port {tls}\nbind 127.0.0.1\ndir {}\ntls-replication yes\n\
-             tls-auth-clients no\nsentinel monitor mymaster 127.0.0.1 {primary_tls_port} 1\n",
+             tls-auth-clients no\nsentinel monitor mymaster 127.0.0.1 {primary_tls_port} 1\n\
+             sentinel down-after-milliseconds mymaster 1000\n\
+             sentinel failover-timeout mymaster 5000\n",
             dir.display()
         );
         for pair in certs.server_args().chunks(2) {
@@ -219,7 +223,12 @@ impl TlsSentinel {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("redis-server --sentinel (apt-get install redis-server)");
-        let sentinel = Self { child, tls, dir };
+        let sentinel = Self {
+            child,
+            tls,
+            plain,
+            dir,
+        };
         // Ready: it names the primary, and has found its replica.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
@@ -244,28 +253,34 @@ impl TlsSentinel {
     }
 }
 
-impl Drop for TlsSentinel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+impl TlsSentinel {
+    /// The primary's port as the sentinel names it now.
+    fn primary_port(&self) -> Option<u16> {
+        let addr: Vec<String> = redis::Client::open(format!("redis://127.0.0.1:{}", self.plain))
+            .and_then(|c| c.get_connection())
+            .and_then(|mut c| {
+                redis::cmd("SENTINEL")
+                    .arg("GET-MASTER-ADDR-BY-NAME")
+                    .arg("mymaster")
+                    .query(&mut c)
+            })
+            .ok()?;
+        addr.get(1)?.parse().ok()
     }
 }
 
-/// `rediss+sentinel://`: TLS to the sentinel and to the data nodes it
-/// names (which replicate over TLS), with the CA given to the builder.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rediss_sentinel_reaches_tls_data_nodes_through_a_tls_sentinel() {
-    let certs = TestCerts::generate();
+/// A TLS primary, and a replica in sync with it over TLS; both also listen
+/// on a plain port for the test's own questions.
+fn tls_primary_and_replica(certs: &Arc<TestCerts>) -> (RedisServer, RedisServer) {
     let options = TlsOptions {
         auth_clients: false,
         plain_port: true,
     };
     let tls_replication = ["--tls-replication", "yes"];
-    let primary = RedisServer::start_tls_with(&certs, options, &tls_replication);
+    let primary = RedisServer::start_tls_with(certs, options, &tls_replication);
     let primary_port = primary.port().to_string();
     let replica = RedisServer::start_tls_with(
-        &certs,
+        certs,
         options,
         &[
             &tls_replication[..],
@@ -281,6 +296,23 @@ async fn rediss_sentinel_reaches_tls_data_nodes_through_a_tls_sentinel() {
         assert!(std::time::Instant::now() < synced, "replica not in sync");
         std::thread::sleep(Duration::from_millis(50));
     }
+    (primary, replica)
+}
+
+impl Drop for TlsSentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `rediss+sentinel://`: TLS to the sentinel and to the data nodes it
+/// names (which replicate over TLS), with the CA given to the builder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_sentinel_reaches_tls_data_nodes_through_a_tls_sentinel() {
+    let certs = TestCerts::generate();
+    let (primary, _replica) = tokio::task::block_in_place(|| tls_primary_and_replica(&certs));
     let sentinel = tokio::task::block_in_place(|| TlsSentinel::start(&certs, primary.port()));
     let url = format!("rediss+sentinel://127.0.0.1:{}/mymaster", sentinel.tls);
     let store = RedisStore::builder(&url)
@@ -308,4 +340,78 @@ async fn rediss_sentinel_reaches_tls_data_nodes_through_a_tls_sentinel() {
         .await
         .unwrap_err();
     assert_eq!(untrusted.kind(), StoreErrorKind::Tls, "{untrusted}");
+}
+
+/// A failover behind a TLS sentinel: the primary dies, the sentinel
+/// promotes the replica (both on TLS, replicating over TLS), and a
+/// `rediss+sentinel://` store decides on the new primary by itself, without
+/// a new store or a restart. Until then the failure policy answers, within
+/// the limiter's timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_sentinel_follows_a_failover() {
+    let certs = TestCerts::generate();
+    let (mut primary, replica) = tokio::task::block_in_place(|| tls_primary_and_replica(&certs));
+    let sentinel = tokio::task::block_in_place(|| TlsSentinel::start(&certs, primary.port()));
+    let url = format!("rediss+sentinel://127.0.0.1:{}/mymaster", sentinel.tls);
+    let store = RedisStore::builder(&url)
+        .ca_certificate(certs.ca_pem.clone())
+        .build()
+        .unwrap();
+    let timeout = Duration::from_millis(500);
+    let limiter = Limiter::builder(store, FixedWindow::new(1_000, Duration::from_secs(3600)))
+        .timeout(timeout)
+        .on_store_failure(FailurePolicy::FailClosed)
+        .build()
+        .unwrap();
+    let d = limiter.check("before", 1).await.unwrap();
+    assert!(d.allowed() && !d.is_degraded(), "{d:?}");
+
+    tokio::task::block_in_place(|| primary.kill());
+    let killed = std::time::Instant::now();
+    // Until the sentinel promotes the replica: fail closed, each answer
+    // within the timeout (and some slack for a loaded machine).
+    let mut degraded = 0;
+    while sentinel.primary_port() != Some(replica.port()) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "no failover within 30 s (the sentinel names {:?})",
+            sentinel.primary_port()
+        );
+        let asked = std::time::Instant::now();
+        let d = limiter.check("during", 1).await.unwrap();
+        assert!(
+            asked.elapsed() < timeout + Duration::from_millis(500),
+            "a decision took {:?} during the failover",
+            asked.elapsed()
+        );
+        if d.is_degraded() {
+            assert!(d.denied(), "fail closed: {d:?}");
+            degraded += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let promoted = killed.elapsed();
+    // After the promotion, the store finds the new primary by itself.
+    let resumed = loop {
+        let d = limiter.check("after", 1).await.unwrap();
+        if !d.is_degraded() {
+            assert!(d.allowed(), "{d:?}");
+            break killed.elapsed();
+        }
+        assert!(
+            killed.elapsed() < promoted + Duration::from_secs(5),
+            "still degraded 5 s after the promotion: {d:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!(
+        "promoted after {promoted:?}, decided again after {resumed:?}; \
+         {degraded} decisions failed closed in between"
+    );
+    assert!(degraded > 0, "the outage was not seen");
+    // The new primary holds the key decided after the failover.
+    assert_eq!(
+        replica.cmd::<u64>(&["EXISTS", "floodgate:default:fw:{after}"]),
+        1
+    );
 }
