@@ -38,8 +38,8 @@
 //! noise of a network stack and a client sharing the cores.
 //!
 //! For callgrind and perf: with `FLOODGATE_BENCH_PROFILE=<contender>` (an
-//! algorithm, `governor`, `router_plain`, `router_layer` or
-//! `router_governor`) the binary makes
+//! algorithm, `governor`, `router_plain`, `router_layer`,
+//! `router_noheaders` or `router_governor`) the binary makes
 //! 200 000 decisions (requests; `FLOODGATE_BENCH_N` for another count) of
 //! that contender on one thread, prints the time each took and exits, e.g.
 //! `FLOODGATE_BENCH_PROFILE=gcra valgrind --tool=callgrind target/release/deps/memory-<hash>`.
@@ -198,6 +198,22 @@ fn router_governor() -> App {
     ))
 }
 
+/// The same layer with no rate-limit fields on responses
+/// (`HeaderStyle::None`): what the fields cost, by difference.
+fn router_noheaders() -> App {
+    let hello = Router::new().route("/", get(|| async { "hello" }));
+    let limiter = Limiter::new(
+        MemoryStore::new(),
+        Gcra::new(u64::from(LIMIT), Duration::from_secs(1)),
+    );
+    App(std::sync::Mutex::new(
+        hello.layer(
+            RateLimitLayer::new(limiter, Header::try_new("x-client").unwrap())
+                .headers(floodgate::headers::HeaderStyle::None),
+        ),
+    ))
+}
+
 fn floodgate<A: Algorithm>(alg: A) -> Floodgate<A> {
     Floodgate(Limiter::new(MemoryStore::new(), alg))
 }
@@ -303,6 +319,7 @@ fn apps() -> Vec<(&'static str, Box<dyn DynDecider>)> {
         ),
         ("router_layer", Box::new(router(true))),
         ("router_governor", Box::new(router_governor())),
+        ("router_noheaders", Box::new(router_noheaders())),
     ]
 }
 
