@@ -142,13 +142,15 @@ impl Gate {
                         reset: ResetUnit::EpochSeconds
                     }
                 );
+                // No fields to write: nothing of the decision is carried.
+                let fields = (layer.responder.style != HeaderStyle::None).then(|| Fields {
+                    at: epoch.then(SystemTime::now),
+                    layer,
+                    plan,
+                    decided,
+                });
                 let admitted = Admitted {
-                    fields: Some(Fields {
-                        at: epoch.then(SystemTime::now),
-                        layer,
-                        plan,
-                        decided,
-                    }),
+                    fields,
                     // Shadow mode charged nothing to give back for a denial.
                     settle: settle.filter(|_| d.allowed()),
                     lease: None,

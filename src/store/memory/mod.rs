@@ -22,6 +22,10 @@ pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(1_000_000).unwrap()
 ///
 /// A decision on it never waits and never fails: it is made at once, inside
 /// the call that asks for it (no future, no timeout, no circuit breaker).
+/// So it never yields to the async runtime either, as a call of governor's
+/// would not: a task that decides in a loop with nothing else to await
+/// should yield now and then (`tokio::task::yield_now().await`), as around
+/// any loop of CPU work.
 ///
 /// Concurrent: keys are spread over independently locked shards. Bounded:
 /// state a key no longer needs expires and is swept as the map grows, and at
