@@ -232,15 +232,7 @@ impl TlsSentinel {
         // Ready: it names the primary, and has found its replica.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let replicas: redis::RedisResult<Vec<redis::Value>> =
-                redis::Client::open(format!("redis://127.0.0.1:{plain}"))
-                    .and_then(|c| c.get_connection())
-                    .and_then(|mut c| {
-                        redis::cmd("SENTINEL")
-                            .arg("REPLICAS")
-                            .arg("mymaster")
-                            .query(&mut c)
-                    });
+            let replicas = sentinel.ask::<Vec<redis::Value>>("REPLICAS");
             if replicas.is_ok_and(|r| !r.is_empty()) {
                 return sentinel;
             }
@@ -251,20 +243,20 @@ impl TlsSentinel {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-}
 
-impl TlsSentinel {
+    /// `SENTINEL <question> mymaster`, asked on the sentinel's plain port.
+    fn ask<T: redis::FromRedisValue>(&self, question: &str) -> redis::RedisResult<T> {
+        let mut conn =
+            redis::Client::open(format!("redis://127.0.0.1:{}", self.plain))?.get_connection()?;
+        redis::cmd("SENTINEL")
+            .arg(question)
+            .arg("mymaster")
+            .query(&mut conn)
+    }
+
     /// The primary's port as the sentinel names it now.
     fn primary_port(&self) -> Option<u16> {
-        let addr: Vec<String> = redis::Client::open(format!("redis://127.0.0.1:{}", self.plain))
-            .and_then(|c| c.get_connection())
-            .and_then(|mut c| {
-                redis::cmd("SENTINEL")
-                    .arg("GET-MASTER-ADDR-BY-NAME")
-                    .arg("mymaster")
-                    .query(&mut c)
-            })
-            .ok()?;
+        let addr: Vec<String> = self.ask("GET-MASTER-ADDR-BY-NAME").ok()?;
         addr.get(1)?.parse().ok()
     }
 }
