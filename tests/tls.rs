@@ -254,6 +254,19 @@ impl TlsSentinel {
             .query(&mut conn)
     }
 
+    /// `rediss+sentinel://` through this sentinel.
+    fn url(&self) -> String {
+        format!("rediss+sentinel://127.0.0.1:{}/mymaster", self.tls)
+    }
+
+    /// A store through this sentinel, trusting the test's CA.
+    fn store(&self, certs: &TestCerts) -> RedisStore {
+        RedisStore::builder(&self.url())
+            .ca_certificate(certs.ca_pem.clone())
+            .build()
+            .unwrap()
+    }
+
     /// The primary's port as the sentinel names it now.
     fn primary_port(&self) -> Option<u16> {
         let addr: Vec<String> = self.ask("GET-MASTER-ADDR-BY-NAME").ok()?;
@@ -306,11 +319,7 @@ async fn rediss_sentinel_reaches_tls_data_nodes_through_a_tls_sentinel() {
     let certs = TestCerts::generate();
     let (primary, _replica) = tokio::task::block_in_place(|| tls_primary_and_replica(&certs));
     let sentinel = tokio::task::block_in_place(|| TlsSentinel::start(&certs, primary.port()));
-    let url = format!("rediss+sentinel://127.0.0.1:{}/mymaster", sentinel.tls);
-    let store = RedisStore::builder(&url)
-        .ca_certificate(certs.ca_pem.clone())
-        .build()
-        .unwrap();
+    let store = sentinel.store(&certs);
     let report = store.probe().await.expect("through the TLS sentinel");
     assert!(format!("{report:?}").contains("tls: true"), "{report:?}");
     let limiter = Limiter::builder(store, FixedWindow::new(2, Duration::from_secs(3600)))
@@ -326,7 +335,7 @@ async fn rediss_sentinel_reaches_tls_data_nodes_through_a_tls_sentinel() {
         1
     );
     // Without the CA, the sentinel's certificate is not trusted.
-    let untrusted = RedisStore::from_url(&url)
+    let untrusted = RedisStore::from_url(&sentinel.url())
         .unwrap()
         .probe()
         .await
@@ -344,11 +353,7 @@ async fn rediss_sentinel_follows_a_failover() {
     let certs = TestCerts::generate();
     let (mut primary, replica) = tokio::task::block_in_place(|| tls_primary_and_replica(&certs));
     let sentinel = tokio::task::block_in_place(|| TlsSentinel::start(&certs, primary.port()));
-    let url = format!("rediss+sentinel://127.0.0.1:{}/mymaster", sentinel.tls);
-    let store = RedisStore::builder(&url)
-        .ca_certificate(certs.ca_pem.clone())
-        .build()
-        .unwrap();
+    let store = sentinel.store(&certs);
     let timeout = Duration::from_millis(500);
     let limiter = Limiter::builder(store, FixedWindow::new(1_000, Duration::from_secs(3600)))
         .timeout(timeout)
