@@ -226,7 +226,16 @@
 //! lose the last few milliseconds of charges, and until a replica is
 //! promoted (about `cluster-node-timeout` plus a second), decisions for the
 //! keys of the failed shard are made by the [failure policy](super::failures)
-//! while the other shards go on.
+//! while the other shards go on. The same holds for Sentinel (promotion
+//! after `down-after-milliseconds` plus the election: about 2 s with 1 s).
+//! "A few milliseconds" assumes the replica keeps up: on a host short of CPU
+//! a replica can lag by hundreds of milliseconds, and a failover then
+//! forgets that much (the project's own cluster test once lost 1 659
+//! admissions that way on a starved CI machine). Where losing charges
+//! matters, watch the replication lag (`INFO replication`,
+//! `master_repl_offset` against the replica's `offset`) and give Redis cores
+//! of its own. floodgate does not wait for replicas (no `WAIT`): a decision
+//! stays one round trip.
 //!
 //! A cluster pays off when each primary has a core or a machine of its own:
 //! BENCHMARKS.md measured a 3-primary cluster squeezed onto 2 cores at about
