@@ -101,9 +101,17 @@ impl std::fmt::Display for Reason {
     }
 }
 
+/// `d` rounded up to whole ms (saturating): what the public constructors
+/// keep, so that a decision reads at the precision its docs promise.
+pub(crate) fn whole_ms_up(d: Duration) -> Duration {
+    let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
+    Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+}
+
 impl Decision {
     /// A decision for `reason`; `retry_after` is kept only for a denial,
-    /// `delay` only for an admission.
+    /// `delay` only for an admission. The durations must be whole ms (the
+    /// stores' are; the public constructors round up).
     ///
     /// `#[inline]` (plain): built on every decision inside the caller's
     /// crate, where `check` is instantiated; out of line it is a call of
@@ -138,7 +146,7 @@ impl Decision {
             Reason::WithinLimit,
             limit,
             remaining,
-            reset_after,
+            whole_ms_up(reset_after),
             None,
             Duration::ZERO,
         )
@@ -156,8 +164,8 @@ impl Decision {
             Reason::OverLimit,
             limit,
             remaining,
-            reset_after,
-            Some(retry_after),
+            whole_ms_up(reset_after),
+            Some(whole_ms_up(retry_after)),
             Duration::ZERO,
         )
     }
@@ -170,7 +178,7 @@ impl Decision {
             Reason::CostTooHigh,
             limit,
             remaining,
-            reset_after,
+            whole_ms_up(reset_after),
             None,
             Duration::ZERO,
         )
@@ -334,6 +342,17 @@ mod tests {
             assert_eq!(d.retry_after().is_some(), !reason.admits());
             assert_eq!(d.delay().is_zero(), !reason.admits());
         }
+    }
+
+    #[test]
+    fn the_public_constructors_round_durations_up_to_whole_ms() {
+        let d = Decision::over_limit(10, 0, Duration::from_micros(1_500), Duration::from_nanos(1));
+        assert_eq!((d.reset_after(), d.retry_after()), (ms(2), Some(ms(1))));
+        let d = Decision::within_limit(10, 3, Duration::from_millis(7));
+        assert_eq!(d.reset_after(), ms(7));
+        let d = Decision::cost_too_high(10, 3, Duration::from_nanos(1_000_001));
+        assert_eq!(d.reset_after(), ms(2));
+        assert_eq!(whole_ms_up(Duration::MAX), Duration::from_millis(u64::MAX));
     }
 
     #[test]

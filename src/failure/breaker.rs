@@ -231,7 +231,7 @@ impl Breaker {
                 return Duration::from_millis(until - now);
             }
         }
-        self.config.cool_down.max(Duration::from_millis(1))
+        crate::decision::whole_ms_up(self.config.cool_down.max(Duration::from_millis(1)))
     }
 
     fn success(&self, probe: bool) -> Transition {
