@@ -16,8 +16,8 @@ const MAX_T: u64 = 63;
 
 /// The `RateLimit` values (`"name";r=<r>;t=<t>`) of the layer's own limit,
 /// when it is the only one: the values near the top of the quota (what most
-/// requests of most keys see) are built on first use and then shared, so
-/// writing one costs a reference count instead of an allocation.
+/// requests of most keys see) are built on first use and then copied into
+/// each response (see `own_copy`): a copy instead of formatting the value.
 pub(crate) struct LimitValues {
     name: Box<str>,
     /// The decisions' limit: `r` is looked up as `limit - r`.
@@ -59,10 +59,10 @@ impl LimitValues {
         let i = usize::try_from(t * self.span + below).ok()?;
         let slot = self.values.get(i)?;
         if let Some(value) = slot.get() {
-            return Some(value.clone());
+            return Some(super::own_copy(value));
         }
         let value = limit_field(reports)?;
-        Some(slot.get_or_init(|| value).clone())
+        Some(super::own_copy(slot.get_or_init(|| value)))
     }
 }
 
@@ -82,16 +82,24 @@ mod tests {
     }
 
     #[test]
-    fn a_held_value_is_the_one_written_and_is_shared() {
+    fn a_held_value_is_the_one_written_and_each_response_gets_its_own_copy() {
         let values = LimitValues::new("api", 100, 60);
-        for (r, ms) in [(100, 0), (99, 1), (90, 16_200), (85, 60_000)] {
+        let held = |v: &LimitValues| v.values.iter().filter(|s| s.get().is_some()).count();
+        for (i, (r, ms)) in [(100, 0), (99, 1), (90, 16_200), (85, 60_000)]
+            .into_iter()
+            .enumerate()
+        {
             let d = Decision::within_limit(100, r, Duration::from_millis(ms));
             let reports = [LimitReport::new("api", QUOTA, &d)];
             let first = values.get(&reports).expect("held");
             assert_eq!(Some(&first), limit_field(&reports).as_ref());
+            assert_eq!(held(&values), i + 1, "built once, then held");
             let again = values.get(&reports).unwrap();
-            // The second is the first, shared: the same bytes, not a copy.
-            assert_eq!(again.as_bytes().as_ptr(), first.as_bytes().as_ptr());
+            assert_eq!(held(&values), i + 1);
+            // The same bytes in a buffer of its own: no count shared
+            // between responses (see `own_copy`).
+            assert_eq!(again, first);
+            assert_ne!(again.as_bytes().as_ptr(), first.as_bytes().as_ptr());
         }
     }
 

@@ -26,7 +26,7 @@ pub(crate) struct RateResponder {
     /// with the limits, so it is built once.
     pub(crate) policy_field: Option<HeaderValue>,
     /// The `RateLimit` values of the limiter's own limit, when it has one:
-    /// built once each, so a response's costs no allocation.
+    /// built once each, so a response's costs a copy, not a formatting.
     pub(crate) limit_values: Option<Arc<LimitValues>>,
 }
 
