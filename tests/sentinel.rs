@@ -57,19 +57,12 @@ async fn decisions_through_the_sentinels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_password_on_the_data_nodes() {
     let set = tokio::task::block_in_place(|| SentinelSet::start_with(Some("pw")));
-    let ports: Vec<String> = set
-        .sentinel_ports()
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}"))
-        .collect();
-    let url = format!("redis+sentinel://:pw@{}/mymaster", ports.join(","));
-    RedisStore::from_url(&url)
+    RedisStore::from_url(&set.url_with_password("pw"))
         .unwrap()
         .probe()
         .await
         .expect("with the password");
-    let wrong = format!("redis+sentinel://:nope@{}/mymaster", ports.join(","));
-    let e = RedisStore::from_url(&wrong)
+    let e = RedisStore::from_url(&set.url_with_password("nope"))
         .unwrap()
         .probe()
         .await
@@ -89,12 +82,7 @@ async fn a_password_on_the_data_nodes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_password_on_the_sentinels() {
     let set = tokio::task::block_in_place(|| SentinelSet::start_full(None, Some("spw")));
-    let ports: Vec<String> = set
-        .sentinel_ports()
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}"))
-        .collect();
-    let url = format!("redis+sentinel://{}/mymaster", ports.join(","));
+    let url = set.url();
     let store = RedisStore::builder(&url)
         .sentinel_password("spw")
         .build()

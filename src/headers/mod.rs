@@ -154,9 +154,10 @@ fn write_ietf(
 /// A value for one response, made from one the layer keeps: its bytes in a
 /// buffer of the response's own. A clone would share the kept value's
 /// reference count, which every response then changes from whichever core
-/// serves it; over HTTP (wrk, two server threads, three alternating pairs
-/// of runs) the layer's server CPU a request was 1.11–1.13× `tower_governor`'s
-/// with clones and 1.02–1.08× with copies (BENCHMARKS.md).
+/// serves it; over HTTP (wrk, two server threads, six runs alternating the
+/// two binaries) the layer's server CPU a request was 1.10–1.23× (median
+/// 1.12) `tower_governor`'s with clones and 1.02–1.11× (median 1.065) with
+/// copies (BENCHMARKS.md).
 pub(crate) fn own_copy(kept: &HeaderValue) -> HeaderValue {
     HeaderValue::from_bytes(kept.as_bytes()).unwrap_or_else(|_| kept.clone())
 }

@@ -242,12 +242,25 @@ impl SentinelSet {
     /// `redis+sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3/mymaster`
     /// (no password: see [`SentinelSet::password`]).
     pub fn url(&self) -> String {
+        format!("redis+sentinel://{}/{MASTER_NAME}", self.hosts())
+    }
+
+    /// [`url`](Self::url) with `password` for the data nodes.
+    pub fn url_with_password(&self, password: &str) -> String {
+        format!(
+            "redis+sentinel://:{password}@{}/{MASTER_NAME}",
+            self.hosts()
+        )
+    }
+
+    /// `host:port` of each sentinel still running, comma-separated.
+    fn hosts(&self) -> String {
         let hosts: Vec<String> = self
             .sentinel_ports()
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
             .collect();
-        format!("redis+sentinel://{}/{MASTER_NAME}", hosts.join(","))
+        hosts.join(",")
     }
 
     /// The data nodes' password, if any.
