@@ -13,7 +13,7 @@
 //! ([`super::tls::tls_query`]) and `redis-cli --tls`.
 
 use super::tls::{tls_query, TestCerts};
-use super::{free_port, INSTALL};
+use super::{admin_connection, free_port, output_within, says_process, watchdog, INSTALL};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -66,7 +66,7 @@ fn query<T: redis::FromRedisValue>(
     if let Some(certs) = tls {
         return tls_query(certs, port, args);
     }
-    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}"))?.get_connection()?;
+    let mut conn = admin_connection(&format!("redis://127.0.0.1:{port}"))?;
     let mut c = redis::cmd(args[0]);
     for a in &args[1..] {
         c.arg(*a);
@@ -139,6 +139,28 @@ impl RedisCluster {
     }
 
     fn launch(primaries: usize, replicas: usize, tls: Option<Arc<TestCerts>>) -> Self {
+        watchdog();
+        // A node that lost its port to another test's server, seen too
+        // late, can keep `redis-cli --cluster create` from ever agreeing:
+        // a cluster of new nodes on new ports, a few times.
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            match Self::try_launch(primaries, replicas, tls.clone()) {
+                Ok(cluster) => return cluster,
+                Err(why) => {
+                    eprintln!("a cluster did not form: {why}; starting another");
+                    failures.push(why);
+                }
+            }
+        }
+        panic!("no cluster formed in 3 attempts: {failures:#?}");
+    }
+
+    fn try_launch(
+        primaries: usize,
+        replicas: usize,
+        tls: Option<Arc<TestCerts>>,
+    ) -> Result<Self, String> {
         let t = Instant::now();
         let dir = std::env::temp_dir().join(format!(
             "floodgate-cluster-{}-{}",
@@ -157,13 +179,6 @@ impl RedisCluster {
             cluster.nodes.push(node);
         }
         cluster.spawn_reaper();
-        for n in &cluster.nodes {
-            eventually(
-                &format!("redis-server on {} answers", n.port),
-                Duration::from_secs(10),
-                || cluster.q::<String>(n.port, &["PING"]).is_ok(),
-            );
-        }
         let mut create = cluster.redis_cli();
         create.args(["--cluster", "create"]);
         for n in &cluster.nodes {
@@ -172,17 +187,20 @@ impl RedisCluster {
         create
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null());
-        let out = match create.output() {
+        // redis-cli waits for the nodes to agree on the configuration
+        // without a bound of its own.
+        let out = match output_within(&mut create, Duration::from_secs(60)) {
             Ok(o) => o,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL}"),
-            Err(e) => panic!("could not run redis-cli: {e}"),
+            Err(e) => return Err(format!("redis-cli --cluster create: {e}")),
         };
-        assert!(
-            out.status.success(),
-            "redis-cli --cluster create failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !out.status.success() {
+            return Err(format!(
+                "redis-cli --cluster create failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
         let created = t.elapsed();
         cluster.wait_ok();
         eprintln!(
@@ -190,7 +208,7 @@ impl RedisCluster {
             cluster.nodes.len(),
             t.elapsed()
         );
-        cluster
+        Ok(cluster)
     }
 
     /// A cluster shared by the tests of one binary that run at the same
@@ -238,7 +256,11 @@ impl RedisCluster {
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
                 }
-                if self.q::<String>(port, &["PING"]).is_ok() {
+                // Ours, not another test's server that took the port first.
+                let ours = self
+                    .q::<String>(port, &["INFO", "server"])
+                    .is_ok_and(|info| says_process(&info, child.id()));
+                if ours {
                     return Node {
                         port,
                         child: Some(child),
@@ -473,17 +495,26 @@ impl RedisCluster {
         }
     }
 
-    /// Kill the primary at `port` once its replica has acknowledged every
-    /// write so far (`WAIT 1`, at most 2 s): Redis replicates
-    /// asynchronously, and a replica that lags when its primary dies loses
-    /// what it had not received (the guide says so). Under CPU starvation
-    /// that lag reached hundreds of milliseconds once (1 659 admissions on
-    /// 106 keys forgotten); a test of floodgate's failover should not
-    /// measure it. Returns the replicas that acknowledged.
+    /// Kill the primary at `port` with nothing its replica lacks: writes
+    /// paused first (`CLIENT PAUSE .. WRITE`: clients' decisions wait
+    /// unanswered, as they would for a dead node), then, for at most 2 s,
+    /// until each replica has applied every write so far
+    /// ([`super::caught_up`]; `WAIT` is itself held by a pause), then
+    /// SIGKILL. Redis
+    /// replicates asynchronously, and a replica that lags when its primary
+    /// dies loses what it had not received (the guide says so); under CPU
+    /// starvation that lag reached hundreds of milliseconds once (1 659
+    /// admissions on 106 keys forgotten), and `WAIT` alone left the writes
+    /// admitted between its answer and the kill. A test of floodgate's
+    /// failover should not measure Redis's replication. Returns the
+    /// replicas that caught up.
     pub fn kill_in_sync(&mut self, port: u16) -> i64 {
-        let acked = self.q::<i64>(port, &["WAIT", "1", "2000"]).unwrap_or(0);
+        let replicas = self.replicas_of(port);
+        let _ = self.q::<()>(port, &["CLIENT", "PAUSE", "10000", "WRITE"]);
+        let info = |p: u16| self.q::<String>(p, &["INFO", "replication"]).ok();
+        let synced = super::caught_up(port, &replicas, info);
         self.kill(port);
-        acked
+        synced
     }
 
     /// After killing the primary at `dead`: wait until one of its replicas
@@ -561,15 +592,13 @@ impl RedisCluster {
     /// Move `n` slots from the primary at `from` to the one at `to` with
     /// `redis-cli --cluster reshard`.
     pub fn reshard(&self, from: u16, to: u16, n: u16) {
-        let out = self
-            .redis_cli()
-            .args(["--cluster", "reshard", &format!("127.0.0.1:{from}")])
+        let mut cli = self.redis_cli();
+        cli.args(["--cluster", "reshard", &format!("127.0.0.1:{from}")])
             .args(["--cluster-from", &self.node_id(from)])
             .args(["--cluster-to", &self.node_id(to)])
             .args(["--cluster-slots", &n.to_string(), "--cluster-yes"])
-            .stdin(Stdio::null())
-            .output()
-            .expect("redis-cli");
+            .stdin(Stdio::null());
+        let out = output_within(&mut cli, Duration::from_secs(120)).expect("redis-cli");
         assert!(
             out.status.success(),
             "reshard failed: {}{}",

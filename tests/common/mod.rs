@@ -16,9 +16,11 @@ pub mod storm;
 pub mod tls;
 pub mod twins;
 
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 const INSTALL: &str = "redis-server was not found on PATH. The Redis tests start their own \
@@ -40,6 +42,150 @@ pub struct RedisServer {
     /// TLS ports and certificates ([`RedisServer::start_tls`]); `port` is
     /// then the TLS port.
     tls: Option<tls::ServerTls>,
+}
+
+/// The longest one command of the harness to a test server may wait for
+/// its answer: a server that stops answering fails the test, never hangs it.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A synchronous connection for the harness's own commands, with connect,
+/// read and write timeouts.
+pub fn admin_connection(url: &str) -> redis::RedisResult<redis::Connection> {
+    let conn = redis::Client::open(url)?.get_connection_with_timeout(Duration::from_secs(5))?;
+    conn.set_read_timeout(Some(ADMIN_TIMEOUT))?;
+    conn.set_write_timeout(Some(ADMIN_TIMEOUT))?;
+    Ok(conn)
+}
+
+/// Whether the server answering on `url` is the process `pid`: a port that
+/// `free_port` handed out may have been taken by another test's server
+/// before ours bound it, and that one answers `PING` too.
+pub fn is_process(url: &str, pid: u32) -> bool {
+    admin_connection(url)
+        .and_then(|mut c| redis::cmd("INFO").arg("server").query::<String>(&mut c))
+        .is_ok_and(|info| says_process(&info, pid))
+}
+
+/// Whether `INFO server` text names `pid` as its `process_id`.
+pub fn says_process(info: &str, pid: u32) -> bool {
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("process_id:"))
+        .is_some_and(|v| v.trim() == pid.to_string())
+}
+
+/// `cmd`'s output, as `Command::output`, but killed after `limit`: a tool
+/// that waits forever (`redis-cli --cluster create` waits for the nodes to
+/// agree without a bound) fails the test with what it printed.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Output> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = r.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (out, err) = (stdout.join().unwrap(), stderr.join().unwrap());
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "{cmd:?} did not end within {limit:?}: {}{}",
+                    String::from_utf8_lossy(&out),
+                    String::from_utf8_lossy(&err)
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    })
+}
+
+/// How long a test binary that starts servers may run before the harness
+/// takes it for hung (`FLOODGATE_TEST_HANG_SECS`, default 1200): the
+/// longest binary takes a few minutes, even in a loaded CI.
+fn hang_limit() -> Duration {
+    let secs = std::env::var("FLOODGATE_TEST_HANG_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1200);
+    Duration::from_secs(secs)
+}
+
+/// Started by every server the harness launches, once per test binary: if
+/// the binary is still running after [`hang_limit`], something waits
+/// forever. It then prints every thread's stack (with `gdb`, where
+/// installed) and aborts the binary, so that CI fails at once and says
+/// where, instead of running into its own time limit. Written to the
+/// process's stderr directly: libtest captures only the print macros.
+pub fn watchdog() {
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
+        let limit = hang_limit();
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            let pid = std::process::id();
+            let mut err = std::io::stderr();
+            let _ = writeln!(
+                err,
+                "floodgate test harness: this test binary (pid {pid}) still runs after {limit:?}: \
+                 taken for hung. Every thread's stack follows (gdb), then the binary aborts."
+            );
+            let _ = Command::new("gdb")
+                .args([
+                    "-p",
+                    &pid.to_string(),
+                    "-batch",
+                    "-ex",
+                    "thread apply all bt",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::inherit())
+                .stderr(Stdio::inherit())
+                .status();
+            std::process::abort();
+        });
+    });
+}
+
+/// After `CLIENT PAUSE .. WRITE` on the primary at `primary`: wait (at most
+/// 2 s) until each of `replicas` has applied the primary's whole
+/// replication stream, reading `INFO replication` with `info`. Returns how
+/// many did.
+pub fn caught_up(primary: u16, replicas: &[u16], info: impl Fn(u16) -> Option<String>) -> i64 {
+    let offset = |p: u16, field: &str| -> Option<u64> {
+        info(p)?
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(field))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let Some(target) = offset(primary, "master_repl_offset:") else {
+        return 0;
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let synced = replicas
+            .iter()
+            .filter(|&&r| offset(r, "slave_repl_offset:").is_some_and(|o| o >= target))
+            .count();
+        if synced == replicas.len() || Instant::now() >= deadline {
+            return synced as i64;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 pub fn free_port() -> u16 {
@@ -72,6 +218,7 @@ impl RedisServer {
     }
 
     fn launch(program: PathBuf, tls: Option<tls::ServerTls>, extra: &[&str]) -> Self {
+        watchdog();
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("floodgate-redis-{}-{port}", std::process::id()));
@@ -85,11 +232,34 @@ impl RedisServer {
             program,
             tls,
         };
-        s.spawn();
-        s
+        // A port taken by another test's server between `free_port` and
+        // the bind makes ours exit at start: another port, a few times.
+        for _ in 0..5 {
+            match s.try_spawn() {
+                Ok(()) => return s,
+                Err(status) => {
+                    eprintln!(
+                        "redis-server on port {} exited at start: {status}; another port",
+                        s.port
+                    );
+                    s.port = free_port();
+                }
+            }
+        }
+        panic!("redis-server exited at start on 5 ports in a row");
     }
 
     fn spawn(&mut self) {
+        if let Err(status) = self.try_spawn() {
+            panic!(
+                "redis-server on port {} exited at start: {status}",
+                self.port
+            );
+        }
+    }
+
+    /// Start the process and wait until it answers; `Err` if it exited.
+    fn try_spawn(&mut self) -> Result<(), std::process::ExitStatus> {
         let mut cmd = Command::new(&self.program);
         match &self.tls {
             None => cmd.args(["--port", &self.port.to_string()]),
@@ -118,20 +288,19 @@ impl RedisServer {
             .spawn()
             .ok();
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self) -> Result<(), std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if self.answers_ping() {
-                return;
+                return Ok(());
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(std::process::Child::try_wait) {
-                panic!(
-                    "redis-server on port {} exited at start: {status}",
-                    self.port
-                );
+                self.child = None;
+                self.stop_reaper();
+                return Err(status);
             }
             assert!(
                 Instant::now() < deadline,
@@ -142,16 +311,14 @@ impl RedisServer {
         }
     }
 
-    /// Whether the server answers `PING`: over its plain port, or with
-    /// `redis-cli --tls` on a TLS-only server.
+    /// Whether our server answers: its `INFO` names our process (over its
+    /// plain port), or `PING` with `redis-cli --tls` on a TLS-only server.
     fn answers_ping(&self) -> bool {
-        match self.tls.as_ref().filter(|t| t.plain_port().is_none()) {
-            Some(_) => self.cli(&["PING"]).is_ok_and(|r| r == "PONG"),
-            None => redis::Client::open(self.url())
-                .and_then(|c| c.get_connection())
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
-                .is_ok(),
+        if self.tls.as_ref().is_some_and(|t| t.plain_port().is_none()) {
+            return self.cli(&["PING"]).is_ok_and(|r| r == "PONG");
         }
+        let pid = self.child.as_ref().map_or(0, Child::id);
+        is_process(&self.url(), pid)
     }
 
     /// The port: the TLS port of a TLS server.
@@ -196,9 +363,7 @@ impl RedisServer {
 
     /// A plain synchronous connection, for inspecting state.
     pub fn conn(&self) -> redis::Connection {
-        redis::Client::open(self.url())
-            .and_then(|c| c.get_connection())
-            .expect("connect to test redis")
+        admin_connection(&self.url()).expect("connect to test redis")
     }
 
     /// Run one command and return its reply (over TLS, with

@@ -46,8 +46,7 @@ fn sentinel_query<T: redis::FromRedisValue>(
     args: &[&str],
 ) -> redis::RedisResult<T> {
     let auth = password.map(|p| format!(":{p}@")).unwrap_or_default();
-    let mut conn =
-        redis::Client::open(format!("redis://{auth}127.0.0.1:{port}"))?.get_connection()?;
+    let mut conn = super::admin_connection(&format!("redis://{auth}127.0.0.1:{port}"))?;
     let mut c = redis::cmd(args[0]);
     for a in &args[1..] {
         c.arg(*a);
@@ -204,7 +203,10 @@ impl SentinelSet {
                     break;
                 }
                 let pw = self.sentinel_password.as_deref();
-                if sentinel_query::<String>(port, pw, &["PING"]).is_ok() {
+                // Ours, not another test's server that took the port first.
+                let ours = sentinel_query::<String>(port, pw, &["INFO", "server"])
+                    .is_ok_and(|info| super::says_process(&info, child.id()));
+                if ours {
                     return (port, Some(child));
                 }
                 assert!(
@@ -305,7 +307,7 @@ impl SentinelSet {
         port: u16,
         args: &[&str],
     ) -> redis::RedisResult<T> {
-        let mut conn = redis::Client::open(self.node_url(port))?.get_connection()?;
+        let mut conn = super::admin_connection(&self.node_url(port))?;
         let mut c = redis::cmd(args[0]);
         for a in &args[1..] {
             c.arg(*a);
@@ -348,6 +350,17 @@ impl SentinelSet {
     /// Kill the primary (SIGKILL). Returns its port.
     pub fn kill_primary(&mut self) -> u16 {
         let port = self.primary;
+        // With nothing the replica lacks, as `RedisCluster::kill_in_sync`
+        // says why: writes paused, the replica caught up, then the kill.
+        let replicas: Vec<u16> = self
+            .nodes
+            .iter()
+            .map(RedisServer::port)
+            .filter(|&p| p != port)
+            .collect();
+        let _ = self.node_query::<()>(port, &["CLIENT", "PAUSE", "10000", "WRITE"]);
+        let info = |p: u16| self.node_query::<String>(p, &["INFO", "replication"]).ok();
+        super::caught_up(port, &replicas, info);
         self.nodes
             .iter_mut()
             .find(|n| n.port() == port)
