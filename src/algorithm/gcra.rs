@@ -117,7 +117,9 @@ pub(super) fn virtual_schedule(
         _ => (0.0, now),
     };
     let backlog = (backlog - (now - ts).max(0.0)).max(0.0);
-    let ts = ts.max(now);
+    // As the script writes it (`ts.max(now)` also handles NaN, which no
+    // state holds: 4 instructions more).
+    let ts = if ts < now { now } else { ts };
     let reply = |allowed, b: f64, retry_ms, delay_ms| Reply {
         allowed,
         limit,
