@@ -76,8 +76,8 @@ static ANCHOR: LazyLock<(u64, quanta::Clock, quanta::Instant)> = LazyLock::new(|
 
 impl Clock for MonotonicClock {
     fn now_ms(&self) -> u64 {
-        let (wall, _, at) = &*ANCHOR;
-        let since = ticks().saturating_duration_since(*at);
+        let (wall, counter, at) = &*ANCHOR;
+        let since = counter.now().saturating_duration_since(*at);
         wall + since.as_secs() * 1000 + u64::from(since.subsec_millis())
     }
 }

@@ -79,6 +79,7 @@ impl TokenBucket {
         Spec::TokenBucket {
             capacity: self.capacity,
             rate: self.rate,
+            interval_ms: 1000.0 / self.rate,
         }
     }
 }
@@ -152,6 +153,7 @@ impl LeakyBucket {
         Spec::LeakyBucket {
             capacity: self.capacity,
             rate: self.rate,
+            interval_ms: 1000.0 / self.rate,
         }
     }
 }

@@ -49,7 +49,7 @@ pub use gcra::Gcra;
 pub use limits::{Limits, MAX_LIMITS};
 pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
-pub(crate) use spec::{Reply, Spec, State};
+pub(crate) use spec::{Reply, Spec, State, Write};
 pub(crate) use usage::quota_used;
 
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm

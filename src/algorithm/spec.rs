@@ -23,13 +23,18 @@ pub(crate) enum Spec {
         limit: u64,
         window_ms: u64,
     },
+    /// `interval_ms` = 1000 / rate, as the script computes it from the
+    /// `rate` it is sent: the time one token takes.
     TokenBucket {
         capacity: u64,
         rate: f64,
+        interval_ms: f64,
     },
+    /// As the token bucket.
     LeakyBucket {
         capacity: u64,
         rate: f64,
+        interval_ms: f64,
     },
     /// `interval_ms` = period / limit: the time one unit of cost takes.
     Gcra {
@@ -132,7 +137,7 @@ impl Spec {
             Spec::FixedWindow { limit, window_ms }
             | Spec::SlidingLog { limit, window_ms }
             | Spec::SlidingWindow { limit, window_ms } => (limit, window_ms as f64),
-            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+            Spec::TokenBucket { capacity, rate, .. } | Spec::LeakyBucket { capacity, rate, .. } => {
                 (capacity, capacity as f64 / rate * 1000.0)
             }
             Spec::Gcra {
@@ -159,8 +164,8 @@ impl Spec {
         lease: &str,
     ) -> (Reply, Write) {
         let at = Step {
-            now: now as f64,
-            cost: cost as f64,
+            now: float(now),
+            cost: float(cost),
             refund,
             write,
         };
@@ -174,13 +179,26 @@ impl Spec {
             Spec::SlidingWindow { limit, window_ms } => {
                 sliding_window::decide((limit as f64, window_ms as f64), state, at)
             }
-            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
-                let queue = matches!(self, Spec::LeakyBucket { .. });
-                gcra::virtual_schedule((capacity as f64, 1000.0 / rate), state, at, queue)
+            // One call for the three, so that the schedule is inlined
+            // here: 17 instructions fewer a decision (callgrind).
+            Spec::TokenBucket {
+                capacity: units,
+                interval_ms,
+                ..
             }
-            Spec::Gcra {
-                burst, interval_ms, ..
-            } => gcra::virtual_schedule((burst as f64, interval_ms), state, at, false),
+            | Spec::LeakyBucket {
+                capacity: units,
+                interval_ms,
+                ..
+            }
+            | Spec::Gcra {
+                burst: units,
+                interval_ms,
+                ..
+            } => {
+                let queue = matches!(self, Spec::LeakyBucket { .. });
+                gcra::virtual_schedule((units, interval_ms), state, at, queue)
+            }
             Spec::Concurrency { max, lease_ms } => {
                 concurrency::decide((max, lease_ms), state, now, (refund, write), lease)
             }
@@ -188,13 +206,30 @@ impl Spec {
     }
 }
 
-/// Lua's `ms()`: whole ms rounded up, 0 for anything not positive.
+/// Lua's `ms()`: whole ms rounded up, 0 for anything not positive
+/// (`ceil(x) as i64` for `x > 0`). On integers: the cast truncates toward
+/// 0, so the ceiling is the cast, plus one when the cast is below `x`.
+#[inline]
 pub(crate) fn ms(x: f64) -> i64 {
-    if x <= 0.0 {
-        0
-    } else {
-        ceil(x) as i64
-    }
+    let t = x as i64;
+    t.saturating_add(i64::from((t as f64) < x)).max(0)
+}
+
+/// `floor(x).max(0.0) as i64`, a count of whole units that is never
+/// negative: at or above 0 the cast's truncation is the floor, and below
+/// 0 both give 0.
+#[inline]
+pub(crate) fn units(x: f64) -> i64 {
+    (x as i64).max(0)
+}
+
+/// `x as f64`, through `i64`: the same double for any `x` below 2^63
+/// (the twins' times, costs and limits are below 2^53), in the one
+/// instruction x86-64 has for it where a `u64` takes five.
+#[inline]
+pub(crate) fn float(x: u64) -> f64 {
+    debug_assert!(x < 1 << 63);
+    x as i64 as f64
 }
 
 /// `x.floor()`, without the call into libm that x86-64's baseline
@@ -307,6 +342,12 @@ mod tests {
         ] {
             assert!(same(floor(x), x.floor()), "floor({x})");
             assert!(same(ceil(x), x.ceil()), "ceil({x})");
+            let luas_ms = if x <= 0.0 { 0 } else { x.ceil() as i64 };
+            assert_eq!(
+                (ms(x), units(x)),
+                (luas_ms, x.floor().max(0.0) as i64),
+                "{x}"
+            );
         }
     }
 
@@ -317,6 +358,14 @@ mod tests {
             prop_assume!(!x.is_nan());
             prop_assert!(same(floor(x), x.floor()), "floor({x})");
             prop_assert!(same(ceil(x), x.ceil()), "ceil({x})");
+        }
+
+        #[test]
+        fn ms_and_units_round_as_the_script(bits in any::<u64>()) {
+            let x = f64::from_bits(bits);
+            let luas_ms = if x <= 0.0 { 0 } else { x.ceil() as i64 };
+            prop_assert_eq!(ms(x), luas_ms, "ms({})", x);
+            prop_assert_eq!(units(x), x.floor().max(0.0) as i64, "units({})", x);
         }
 
         #[test]

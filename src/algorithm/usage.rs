@@ -65,9 +65,18 @@ pub(crate) fn quota_used(spec: &Spec, state: &State, now: u64) -> Usage {
             )
         }
         (
-            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate },
+            Spec::TokenBucket {
+                capacity,
+                interval_ms,
+                ..
+            }
+            | Spec::LeakyBucket {
+                capacity,
+                interval_ms,
+                ..
+            },
             State::Backlog { backlog, ts },
-        ) => schedule(capacity as f64, 1000.0 / rate, (*backlog, *ts), now),
+        ) => schedule(capacity as f64, interval_ms, (*backlog, *ts), now),
         (
             Spec::Gcra {
                 burst, interval_ms, ..
@@ -134,14 +143,8 @@ mod tests {
                 limit: 5,
                 window_ms: HOUR,
             },
-            Spec::TokenBucket {
-                capacity: 5,
-                rate: 5.0 / 3_600.0,
-            },
-            Spec::LeakyBucket {
-                capacity: 5,
-                rate: 5.0 / 3_600.0,
-            },
+            crate::algorithm::TokenBucket::new(5, 5.0 / 3_600.0).to_spec(),
+            crate::algorithm::LeakyBucket::new(5, 5.0 / 3_600.0).to_spec(),
             Spec::Gcra {
                 limit: 5,
                 period_ms: HOUR,

@@ -99,8 +99,8 @@ impl Core {
         }
     }
 
-    /// The time of a decision: the limiter's clock, or `None` for the
-    /// store's own.
+    /// The time of a decision: the limiter's clock, or `None` for the store's.
+    #[inline]
     fn now(&self) -> Option<u64> {
         self.clock
             .as_ref()

@@ -3,7 +3,7 @@
 //! least (`evict.rs`).
 
 use super::evict::Evictor;
-use crate::algorithm::{Reply, Spec, State};
+use crate::algorithm::{Reply, Spec, State, Write};
 use crate::store::Batch;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -94,7 +94,9 @@ impl Shard {
     }
 
     /// One key's twin, on this (locked) shard; the state is written only if
-    /// the batch's mode and `step.write` allow it.
+    /// the batch's mode and `step.write` allow it. Returns what the twin
+    /// returned (the TTL already applied) as it wrote it: see
+    /// `Inner::decide` for why the reply is not moved out here.
     #[inline]
     pub(super) fn run(
         &mut self,
@@ -102,7 +104,7 @@ impl Shard {
         slot: &Slot<'_>,
         step: Step<'_>,
         max: usize,
-    ) -> Reply {
+    ) -> (Reply, Write) {
         let Step {
             batch,
             spec,
@@ -116,15 +118,15 @@ impl Shard {
             if entry.expires_at <= now {
                 entry.state = None;
             }
-            let (reply, ttl) = spec.decide(&mut entry.state, now, cost, twin, lease);
-            if let Some(ttl) = ttl {
+            let decided = spec.decide(&mut entry.state, now, cost, twin, lease);
+            if let Some(ttl) = decided.1 {
                 entry.expires_at = now.saturating_add(ttl);
             }
-            return reply;
+            return decided;
         }
         let mut state = None;
-        let (reply, ttl) = spec.decide(&mut state, now, cost, twin, lease);
-        if let (Some(ttl), Some(_)) = (ttl, &state) {
+        let decided = spec.decide(&mut state, now, cost, twin, lease);
+        if let (Some(ttl), Some(_)) = (decided.1, &state) {
             let expires_at = now.saturating_add(ttl);
             let entry = Entry {
                 state,
@@ -133,7 +135,7 @@ impl Shard {
             };
             self.insert(hasher, slot, spec, entry, (now, max));
         }
-        reply
+        decided
     }
 
     fn insert(

@@ -136,7 +136,7 @@ pub(super) fn command(batch: &Batch<'_>) -> Call {
             | Spec::SlidingWindow { limit, window_ms } => {
                 cmd.arg(limit).arg(window_ms);
             }
-            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+            Spec::TokenBucket { capacity, rate, .. } | Spec::LeakyBucket { capacity, rate, .. } => {
                 cmd.arg(capacity);
                 arg_f64(&mut cmd, rate);
             }
@@ -266,7 +266,7 @@ mod tests {
             | Spec::SlidingWindow { limit, window_ms } => {
                 [limit.to_string(), window_ms.to_string()]
             }
-            Spec::TokenBucket { capacity, rate } | Spec::LeakyBucket { capacity, rate } => {
+            Spec::TokenBucket { capacity, rate, .. } | Spec::LeakyBucket { capacity, rate, .. } => {
                 [capacity.to_string(), rate.to_string()]
             }
             Spec::Gcra {
