@@ -25,6 +25,7 @@
 //! unreachable) are left out: their numbers are not the shared state.
 //! Nothing here panics, whatever the names and numbers.
 
+mod fields;
 mod ietf;
 mod legacy;
 mod report;
@@ -38,6 +39,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 pub use report::LimitReport;
 pub use style::{HeaderStyle, ResetUnit};
 
+pub(crate) use fields::{FieldSink, Prepared};
 pub(crate) use report::ceil_secs;
 pub(crate) use values::LimitValues;
 
@@ -102,15 +104,16 @@ pub fn write_headers_at(
     write_with_policy(style, reports, now, headers, None, None);
 }
 
-/// [`write_headers_at`], with `RateLimit-Policy` already built for
-/// `reports` when none is degraded (it only changes with the quota, so
-/// the layer builds it once), and the `RateLimit` values of the layer's
-/// own limit kept in `values`.
+/// [`write_headers_at`] into `headers` (a response's, or the fields
+/// prepared for one), with `RateLimit-Policy` already built for `reports`
+/// when none is degraded (it only changes with the quota, so the layer
+/// builds it once), and the `RateLimit` values of the layer's own limit
+/// kept in `values`.
 pub(crate) fn write_with_policy(
     style: HeaderStyle,
     reports: &[LimitReport<'_>],
     now: SystemTime,
-    headers: &mut HeaderMap,
+    headers: &mut impl FieldSink,
     policy: Option<&HeaderValue>,
     values: Option<&LimitValues>,
 ) {
@@ -132,7 +135,7 @@ pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
 
 fn write_ietf(
     reports: &[LimitReport<'_>],
-    headers: &mut HeaderMap,
+    headers: &mut impl FieldSink,
     policy: Option<&HeaderValue>,
     values: Option<&LimitValues>,
 ) {
@@ -142,13 +145,8 @@ fn write_ietf(
         }
         _ => ietf::policy_field(reports),
     };
-    if let Some(value) = policy {
-        headers.append(RATELIMIT_POLICY, value);
-    }
     let limit = values.and_then(|v| v.get(reports));
-    if let Some(value) = limit.or_else(|| ietf::limit_field(reports)) {
-        headers.append(RATELIMIT, value);
-    }
+    headers.ietf(policy, limit.or_else(|| ietf::limit_field(reports)));
 }
 
 /// A value for one response, made from one the layer keeps: its bytes in a
