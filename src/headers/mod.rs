@@ -27,6 +27,7 @@
 
 mod fields;
 mod ietf;
+mod kept;
 mod legacy;
 mod report;
 mod style;
@@ -40,6 +41,7 @@ pub use report::LimitReport;
 pub use style::{HeaderStyle, ResetUnit};
 
 pub(crate) use fields::{FieldSink, Prepared};
+pub(crate) use kept::Kept;
 pub(crate) use report::ceil_secs;
 pub(crate) use values::LimitValues;
 
@@ -114,7 +116,7 @@ pub(crate) fn write_with_policy(
     reports: &[LimitReport<'_>],
     now: SystemTime,
     headers: &mut impl FieldSink,
-    policy: Option<&HeaderValue>,
+    policy: Option<&Kept>,
     values: Option<&LimitValues>,
 ) {
     match style {
@@ -136,28 +138,17 @@ pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
 fn write_ietf(
     reports: &[LimitReport<'_>],
     headers: &mut impl FieldSink,
-    policy: Option<&HeaderValue>,
+    policy: Option<&Kept>,
     values: Option<&LimitValues>,
 ) {
     let policy = match policy {
         Some(v) if !reports.is_empty() && reports.iter().all(|r| !r.decision.is_degraded()) => {
-            Some(own_copy(v))
+            Some(v.get())
         }
         _ => ietf::policy_field(reports),
     };
     let limit = values.and_then(|v| v.get(reports));
     headers.ietf(policy, limit.or_else(|| ietf::limit_field(reports)));
-}
-
-/// A value for one response, made from one the layer keeps: its bytes in a
-/// buffer of the response's own. A clone would share the kept value's
-/// reference count, which every response then changes from whichever core
-/// serves it; over HTTP (wrk, two server threads, six runs alternating the
-/// two binaries) the layer's server CPU a request was 1.10–1.23× (median
-/// 1.12) `tower_governor`'s with clones and 1.02–1.11× (median 1.065) with
-/// copies (BENCHMARKS.md).
-pub(crate) fn own_copy(kept: &HeaderValue) -> HeaderValue {
-    HeaderValue::from_bytes(kept.as_bytes()).unwrap_or_else(|_| kept.clone())
 }
 
 /// Whole seconds for `Retry-After`, rounded **up**: never `0` while `d > 0`,

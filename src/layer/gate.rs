@@ -7,12 +7,12 @@ use super::settle::{Act, DeniedByLimit, Settle};
 use crate::algorithm::Quota;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
 use crate::headers::{
-    write_with_policy, HeaderStyle, LimitReport, LimitValues, Prepared, ResetUnit,
+    write_with_policy, HeaderStyle, Kept, LimitReport, LimitValues, Prepared, ResetUnit,
 };
 use crate::limiter::{Outcome, Plan};
 use crate::{Decision, Error, Reason};
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Response};
+use http::{HeaderMap, Response};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -26,7 +26,7 @@ pub(crate) struct RateResponder {
     pub(crate) own: Box<[(Arc<str>, Quota)]>,
     /// `RateLimit-Policy` for the limiter's own limits: it only changes
     /// with the limits, so it is built once.
-    pub(crate) policy_field: Option<HeaderValue>,
+    pub(crate) policy_field: Option<Kept>,
     /// The `RateLimit` values of the limiter's own limit, when it has one:
     /// built once each, so a response's costs a copy, not a formatting.
     pub(crate) limit_values: Option<Arc<LimitValues>>,
