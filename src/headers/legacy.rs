@@ -2,10 +2,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::{HeaderMap, HeaderValue};
+use http::HeaderValue;
 
+use super::fields::FieldSink;
 use super::report::{ceil_secs, most_restrictive, LimitReport};
-use super::{ResetUnit, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET};
+use super::ResetUnit;
 
 /// Writes the three fields for the most restrictive report, replacing any
 /// present: they are single numbers, so two values would be ambiguous.
@@ -13,7 +14,7 @@ pub(crate) fn write(
     reset: ResetUnit,
     reports: &[LimitReport<'_>],
     now: SystemTime,
-    headers: &mut HeaderMap,
+    headers: &mut impl FieldSink,
 ) {
     let Some(report) = most_restrictive(reports) else {
         return;
@@ -23,15 +24,11 @@ pub(crate) fn write(
         ResetUnit::DeltaSeconds => ceil_secs(wait),
         ResetUnit::EpochSeconds => epoch_secs_after(now, wait),
     };
-    headers.insert(
-        X_RATELIMIT_LIMIT,
+    headers.legacy([
         HeaderValue::from(report.decision.limit()),
-    );
-    headers.insert(
-        X_RATELIMIT_REMAINING,
         HeaderValue::from(report.decision.remaining()),
-    );
-    headers.insert(X_RATELIMIT_RESET, HeaderValue::from(reset));
+        HeaderValue::from(reset),
+    ]);
 }
 
 /// Unix time in whole seconds, rounded up, of `now + after`.

@@ -25,7 +25,9 @@
 //! unreachable) are left out: their numbers are not the shared state.
 //! Nothing here panics, whatever the names and numbers.
 
+mod fields;
 mod ietf;
+mod kept;
 mod legacy;
 mod report;
 mod style;
@@ -38,6 +40,8 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 pub use report::LimitReport;
 pub use style::{HeaderStyle, ResetUnit};
 
+pub(crate) use fields::{FieldSink, Prepared};
+pub(crate) use kept::Kept;
 pub(crate) use report::ceil_secs;
 pub(crate) use values::LimitValues;
 
@@ -102,16 +106,17 @@ pub fn write_headers_at(
     write_with_policy(style, reports, now, headers, None, None);
 }
 
-/// [`write_headers_at`], with `RateLimit-Policy` already built for
-/// `reports` when none is degraded (it only changes with the quota, so
-/// the layer builds it once), and the `RateLimit` values of the layer's
-/// own limit kept in `values`.
+/// [`write_headers_at`] into `headers` (a response's, or the fields
+/// prepared for one), with `RateLimit-Policy` already built for `reports`
+/// when none is degraded (it only changes with the quota, so the layer
+/// builds it once), and the `RateLimit` values of the layer's own limit
+/// kept in `values`.
 pub(crate) fn write_with_policy(
     style: HeaderStyle,
     reports: &[LimitReport<'_>],
     now: SystemTime,
-    headers: &mut HeaderMap,
-    policy: Option<&HeaderValue>,
+    headers: &mut impl FieldSink,
+    policy: Option<&Kept>,
     values: Option<&LimitValues>,
 ) {
     match style {
@@ -132,34 +137,18 @@ pub(crate) fn policy_field(reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
 
 fn write_ietf(
     reports: &[LimitReport<'_>],
-    headers: &mut HeaderMap,
-    policy: Option<&HeaderValue>,
+    headers: &mut impl FieldSink,
+    policy: Option<&Kept>,
     values: Option<&LimitValues>,
 ) {
     let policy = match policy {
         Some(v) if !reports.is_empty() && reports.iter().all(|r| !r.decision.is_degraded()) => {
-            Some(own_copy(v))
+            Some(v.get())
         }
         _ => ietf::policy_field(reports),
     };
-    if let Some(value) = policy {
-        headers.append(RATELIMIT_POLICY, value);
-    }
     let limit = values.and_then(|v| v.get(reports));
-    if let Some(value) = limit.or_else(|| ietf::limit_field(reports)) {
-        headers.append(RATELIMIT, value);
-    }
-}
-
-/// A value for one response, made from one the layer keeps: its bytes in a
-/// buffer of the response's own. A clone would share the kept value's
-/// reference count, which every response then changes from whichever core
-/// serves it; over HTTP (wrk, two server threads, six runs alternating the
-/// two binaries) the layer's server CPU a request was 1.10–1.23× (median
-/// 1.12) `tower_governor`'s with clones and 1.02–1.11× (median 1.065) with
-/// copies (BENCHMARKS.md).
-pub(crate) fn own_copy(kept: &HeaderValue) -> HeaderValue {
-    HeaderValue::from_bytes(kept.as_bytes()).unwrap_or_else(|_| kept.clone())
+    headers.ietf(policy, limit.or_else(|| ietf::limit_field(reports)));
 }
 
 /// Whole seconds for `Retry-After`, rounded **up**: never `0` while `d > 0`,

@@ -3,14 +3,17 @@
 //! in the body they answer with.
 
 use super::body::{RejectionBody, ResponseBody};
-use super::gate::{Admitted, Gate, Next};
+use super::gate::{Admitted, Next};
+use super::service::Gatekeeper;
 use crate::concurrency::Lease;
 use crate::limiter::{Outcome, Pending};
+use crate::Error;
 use bytes::Bytes;
-use http::{Request, Response};
+use http::{HeaderMap, Request, Response};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tower_service::Service;
 
@@ -69,7 +72,7 @@ pin_project! {
         /// `Calling`, stays small to move.
         Deciding {
             decision: Pending<Outcome>,
-            waiting: Option<Box<(S, Request<ReqBody>, Gate)>>,
+            waiting: Option<Box<(S, Request<ReqBody>, Resume)>>,
         },
         /// Admitted by the leaky bucket, waiting for its place in the queue.
         Delaying {
@@ -88,6 +91,10 @@ pin_project! {
         },
     }
 }
+
+/// What a decision under way leads to once made: the layer's `next`, with
+/// the layer and the request's gate taken along.
+type Resume = Box<dyn FnOnce(Result<Outcome, Error>, &HeaderMap) -> Next + Send + Sync>;
 
 const POLLED_AFTER_DONE: &str = "a layer's response future polled after completion";
 
@@ -111,20 +118,27 @@ where
 
     /// What both layers do once their decision has started: go on at once
     /// when it is ready (the memory store's, or a deny-cache hit), calling
-    /// the service that reported ready as a synchronous middleware does;
-    /// else wait for it with the ready service taken along.
-    pub(crate) fn start(
+    /// the service that reported ready as a synchronous middleware does,
+    /// with the layer `config` borrowed; else wait for it with the ready
+    /// service and the layer taken along.
+    pub(crate) fn start<C: Gatekeeper>(
         inner: &mut S,
         req: Request<ReqBody>,
         decision: Pending<Outcome>,
-        gate: Gate,
+        config: &Arc<C>,
+        gate: C::Gate,
     ) -> Self {
         match decision.now() {
-            Ok(result) => State::after(gate.next(result, req.headers()), inner, req),
-            Err(decision) => State::Deciding {
-                decision,
-                waiting: Some(Box::new((take_ready(inner), req, gate))),
-            },
+            Ok(result) => State::after(config.next(gate, result, req.headers()), inner, req),
+            Err(decision) => {
+                let config = Arc::clone(config);
+                let resume: Resume =
+                    Box::new(move |result, headers| config.next(gate, result, headers));
+                State::Deciding {
+                    decision,
+                    waiting: Some(Box::new((take_ready(inner), req, resume))),
+                }
+            }
         }
     }
 
@@ -166,8 +180,8 @@ where
             match self.as_mut().project() {
                 StateProj::Deciding { decision, waiting } => {
                     let result = ready!(Pin::new(decision).poll(cx));
-                    let (mut inner, req, gate) = *waiting.take().expect(POLLED_AFTER_DONE);
-                    let next = gate.next(result, req.headers());
+                    let (mut inner, req, resume) = *waiting.take().expect(POLLED_AFTER_DONE);
+                    let next = resume(result, req.headers());
                     self.set(State::after(next, &mut inner, req));
                 }
                 StateProj::Delaying { sleep, waiting } => {

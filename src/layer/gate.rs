@@ -3,14 +3,16 @@
 //! response carries.
 
 use super::responder::{RejectionKind, Responder};
-use super::settle::{DeniedByLimit, Settle};
+use super::settle::{Act, DeniedByLimit, Settle};
 use crate::algorithm::Quota;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
-use crate::headers::{write_with_policy, HeaderStyle, LimitReport, LimitValues, ResetUnit};
+use crate::headers::{
+    write_with_policy, HeaderStyle, Kept, LimitReport, LimitValues, Prepared, ResetUnit,
+};
 use crate::limiter::{Outcome, Plan};
 use crate::{Decision, Error, Reason};
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Response};
+use http::{HeaderMap, Response};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -24,7 +26,7 @@ pub(crate) struct RateResponder {
     pub(crate) own: Box<[(Arc<str>, Quota)]>,
     /// `RateLimit-Policy` for the limiter's own limits: it only changes
     /// with the limits, so it is built once.
-    pub(crate) policy_field: Option<HeaderValue>,
+    pub(crate) policy_field: Option<Kept>,
     /// The `RateLimit` values of the limiter's own limit, when it has one:
     /// built once each, so a response's costs a copy, not a formatting.
     pub(crate) limit_values: Option<Arc<LimitValues>>,
@@ -70,22 +72,20 @@ pub(crate) struct LeaseResponder {
     pub(crate) retry_after: Duration,
 }
 
-/// What turns a request's decision into what the layer does.
-pub(crate) enum Gate {
-    /// The rate-limit layer's: `plan` is a quota resolved for this request
-    /// (`None`: the limiter's own limits).
-    Rate {
-        layer: Arc<RateResponder>,
-        plan: Option<Arc<Plan>>,
-        settle: Option<Settle>,
-    },
-    /// The concurrency layer's: the lease `id` of `key` being acquired.
-    Lease {
-        layer: Arc<LeaseResponder>,
-        limiter: ConcurrencyLimiter,
-        key: String,
-        id: String,
-    },
+/// What a request of the rate-limit layer brings to its decision's
+/// outcome: `plan` is a quota resolved for this request (`None`: the
+/// limiter's own limits).
+pub(crate) struct RateGate {
+    pub(crate) plan: Option<Arc<Plan>>,
+    pub(crate) settle: Option<Settle>,
+}
+
+/// What a request of the concurrency layer brings: the lease `id` of `key`
+/// being acquired.
+pub(crate) struct LeaseGate {
+    pub(crate) limiter: ConcurrencyLimiter,
+    pub(crate) key: String,
+    pub(crate) id: String,
 }
 
 /// What a decision leads to.
@@ -101,93 +101,133 @@ pub(crate) enum Next {
 /// An admitted request: the rate-limit fields its response gets, what to do
 /// with its charge once the status is known, and the lease it holds.
 pub(crate) struct Admitted {
-    fields: Option<Fields>,
+    fields: Fields,
     settle: Option<Settle>,
     lease: Option<Box<Lease>>,
 }
 
-/// The rate-limit fields of an admitted response.
-struct Fields {
-    layer: Arc<RateResponder>,
-    plan: Option<Arc<Plan>>,
-    decided: Outcome,
-    /// When it was decided, for epoch resets only (a clock read saved
-    /// otherwise).
-    at: Option<SystemTime>,
+/// The rate-limit fields of an admitted response, written at its decision:
+/// the response future carries their values, not the layer (whose shared
+/// count every request would change) nor the decision.
+enum Fields {
+    /// The same whatever the response.
+    Fixed(Prepared),
+    /// A request only tried: the fields as charged, for a response that
+    /// counts, and else without the charge its trial assumed.
+    Trial(Box<[Prepared; 2]>),
 }
 
-impl Gate {
+impl RateResponder {
     /// What `result` leads to; `headers` are the request's (the request
     /// itself stays where it is: it is large to move).
-    pub(crate) fn next(self, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
-        match self {
-            Gate::Rate {
-                layer,
-                plan,
-                settle,
-            } => {
-                let (decided, d) = match verdict(&layer.responder, result, headers, |d| {
-                    layer.with_reports(plan.as_deref(), d, |reports| {
-                        layer
-                            .responder
-                            .reject(RejectionKind::Limited { reports }, headers)
-                    })
-                }) {
-                    Verdict::Serve(decided, d) => (decided, d),
-                    Verdict::Refuse(response) => return Next::Reject(response),
-                };
-                let epoch = matches!(
-                    layer.responder.style,
-                    HeaderStyle::Legacy {
-                        reset: ResetUnit::EpochSeconds
+    pub(crate) fn next(
+        &self,
+        gate: RateGate,
+        result: Result<Outcome, Error>,
+        headers: &HeaderMap,
+    ) -> Next {
+        let RateGate { plan, settle } = gate;
+        let (decided, d) = match verdict(&self.responder, result, headers, |d| {
+            self.with_reports(plan.as_deref(), d, |reports| {
+                self.responder
+                    .reject(RejectionKind::Limited { reports }, headers)
+            })
+        }) {
+            Verdict::Serve(decided, d) => (decided, d),
+            Verdict::Refuse(response) => return Next::Reject(response),
+        };
+        // Shadow mode charged nothing to give back for a denial.
+        let settle = settle.filter(|_| d.allowed());
+        let trial = settle
+            .as_ref()
+            .filter(|s| s.charges_late())
+            .map(|s| s.charge.cost);
+        let plan = plan.as_deref();
+        let fields = match trial {
+            None => Fields::Fixed(self.fields(plan, &decided)),
+            Some(cost) => {
+                let uncharged = decided.map_each(|d| {
+                    if d.allowed() {
+                        d.with_remaining(d.remaining().saturating_add(cost))
+                    } else {
+                        d
                     }
-                );
-                // No fields to write: nothing of the decision is carried.
-                let fields = (layer.responder.style != HeaderStyle::None).then(|| Fields {
-                    at: epoch.then(SystemTime::now),
-                    layer,
-                    plan,
-                    decided,
                 });
-                let admitted = Admitted {
-                    fields,
-                    // Shadow mode charged nothing to give back for a denial.
-                    settle: settle.filter(|_| d.allowed()),
-                    lease: None,
-                };
-                if d.allowed() && !d.delay().is_zero() {
-                    Next::Delay(d.delay(), admitted)
-                } else {
-                    Next::Call(admitted)
-                }
+                Fields::Trial(Box::new([
+                    self.fields(plan, &decided),
+                    self.fields(plan, &uncharged),
+                ]))
             }
-            Gate::Lease {
-                layer,
-                limiter,
-                key,
-                id,
-            } => {
-                let decided = match verdict(&layer.responder, result, headers, |d| {
-                    let d = d.overall();
-                    let wait = layer.retry_after;
-                    let full = Decision::over_limit(d.limit(), d.remaining(), wait, wait);
-                    let quota = limiter.quota();
-                    let reports = [LimitReport::new(limiter.name(), quota, &full)];
-                    layer
-                        .responder
-                        .reject(RejectionKind::Limited { reports: &reports }, headers)
-                }) {
-                    Verdict::Serve(decided, _) => decided,
-                    Verdict::Refuse(response) => return Next::Reject(response),
-                };
-                Next::Call(Admitted {
-                    fields: None,
-                    settle: None,
-                    // Shadow mode serves a request that got no lease.
-                    lease: limiter.lease(key, id, &decided).ok().map(Box::new),
-                })
-            }
+        };
+        let admitted = Admitted {
+            fields,
+            settle,
+            lease: None,
+        };
+        if d.allowed() && !d.delay().is_zero() {
+            Next::Delay(d.delay(), admitted)
+        } else {
+            Next::Call(admitted)
         }
+    }
+
+    /// The rate-limit fields of `decided`, under `plan`'s limits or the
+    /// limiter's own.
+    fn fields(&self, plan: Option<&Plan>, decided: &Outcome) -> Prepared {
+        let mut fields = Prepared::default();
+        let style = self.responder.style;
+        if style == HeaderStyle::None {
+            return fields;
+        }
+        let epoch = matches!(
+            style,
+            HeaderStyle::Legacy {
+                reset: ResetUnit::EpochSeconds
+            }
+        );
+        // The clock is read for epoch resets only.
+        let at = if epoch {
+            SystemTime::now()
+        } else {
+            SystemTime::UNIX_EPOCH
+        };
+        let own = plan.is_none();
+        let policy = self.policy_field.as_ref().filter(|_| own);
+        let values = self.limit_values.as_deref().filter(|_| own);
+        self.with_reports(plan, decided, |reports| {
+            write_with_policy(style, reports, at, &mut fields, policy, values);
+        });
+        fields
+    }
+}
+
+impl LeaseResponder {
+    /// What `result` leads to; `headers` are the request's.
+    pub(crate) fn next(
+        &self,
+        gate: LeaseGate,
+        result: Result<Outcome, Error>,
+        headers: &HeaderMap,
+    ) -> Next {
+        let LeaseGate { limiter, key, id } = gate;
+        let decided = match verdict(&self.responder, result, headers, |d| {
+            let d = d.overall();
+            let wait = self.retry_after;
+            let full = Decision::over_limit(d.limit(), d.remaining(), wait, wait);
+            let quota = limiter.quota();
+            let reports = [LimitReport::new(limiter.name(), quota, &full)];
+            self.responder
+                .reject(RejectionKind::Limited { reports: &reports }, headers)
+        }) {
+            Verdict::Serve(decided, _) => decided,
+            Verdict::Refuse(response) => return Next::Reject(response),
+        };
+        Next::Call(Admitted {
+            fields: Fields::Fixed(Prepared::default()),
+            settle: None,
+            // Shadow mode serves a request that got no lease.
+            lease: limiter.lease(key, id, &decided).ok().map(Box::new),
+        })
     }
 }
 
@@ -243,43 +283,19 @@ impl Admitted {
         let act = self
             .settle
             .as_ref()
-            .map(|s| s.act(parts.status, denied_inside));
-        if let Some(f) = &self.fields {
-            let layer = &*f.layer;
-            let own = f.plan.is_none();
-            let policy = layer.policy_field.as_ref().filter(|_| own);
-            let values = layer.limit_values.as_deref().filter(|_| own);
-            let at = f.at.unwrap_or(SystemTime::UNIX_EPOCH);
-            // A request tried and not charged: its fields say what remains
-            // without the charge its trial assumed.
-            let uncharged = self
-                .settle
-                .as_ref()
-                .map_or(0, |s| s.uncharged(act.flatten()));
-            let adjusted;
-            let decided = if uncharged == 0 {
-                &f.decided
-            } else {
-                adjusted = f.decided.map_each(|d| {
-                    if d.allowed() {
-                        d.with_remaining(d.remaining().saturating_add(uncharged))
-                    } else {
-                        d
-                    }
-                });
-                &adjusted
-            };
-            layer.with_reports(f.plan.as_deref(), decided, |reports| {
-                write_with_policy(
-                    layer.responder.style,
-                    reports,
-                    at,
-                    &mut parts.headers,
-                    policy,
-                    values,
-                );
-            });
-        }
+            .and_then(|s| s.act(parts.status, denied_inside));
+        let fields = match self.fields {
+            Fields::Fixed(fields) => fields,
+            Fields::Trial(both) => {
+                let [charged, uncharged] = *both;
+                if act == Some(Act::Charge) {
+                    charged
+                } else {
+                    uncharged
+                }
+            }
+        };
+        fields.write_to(&mut parts.headers);
         if let (Some(settle), Some(act)) = (self.settle, act) {
             settle.run(act);
         }

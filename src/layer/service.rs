@@ -1,30 +1,45 @@
 //! What both layers' services share: how a request is gated.
 
 use super::future::State;
-use super::gate::Gate;
+use super::gate::Next;
 use super::responder::{RejectionKind, Responder};
 use crate::key::KeyRejection;
 use crate::limiter::{Outcome, Pending};
-use http::Request;
+use crate::Error;
+use http::{HeaderMap, Request};
 use std::sync::Arc;
 use tower_service::Service;
 
 pub(crate) use sealed::Gatekeeper;
 
 mod sealed {
-    use super::{Arc, Gate, KeyRejection, Outcome, Pending, Request, Responder};
+    use super::{Arc, Error, HeaderMap, KeyRejection, Next, Outcome, Pending, Request, Responder};
 
     /// What a layer's configuration does with each request. Sealed: its
     /// items are reached only through the services' `call`.
     #[allow(private_interfaces)]
     pub trait Gatekeeper: Send + Sync + 'static {
+        /// What a request brings from the start of its decision to what
+        /// the decision leads to.
+        type Gate: Send + Sync + 'static;
         /// The request's key, or why there is none.
         fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection>;
         /// How the layer answers.
         fn responder(&self) -> &Responder;
-        /// Start the decision of `req`, whose key is `key`: the decision
-        /// and what follows it.
-        fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Outcome>, Gate);
+        /// Start the decision of `req`, whose key is `key`.
+        fn start<B>(
+            this: &Arc<Self>,
+            req: &Request<B>,
+            key: String,
+        ) -> (Pending<Outcome>, Self::Gate);
+        /// What the decision `result` of the request of `gate` leads to;
+        /// `headers` are the request's.
+        fn next(
+            &self,
+            gate: Self::Gate,
+            result: Result<Outcome, Error>,
+            headers: &HeaderMap,
+        ) -> Next;
     }
 }
 
@@ -48,5 +63,5 @@ where
         }
     };
     let (decision, gate) = C::start(config, &req, key);
-    State::start(inner, req, decision, gate)
+    State::start(inner, req, decision, config, gate)
 }

@@ -63,21 +63,15 @@ impl Settle {
         self.rule.act(status, denied_inside)
     }
 
-    /// The cost the request's decision assumed charged that will not be:
-    /// a request tried but not charged (its response does not count).
-    pub(crate) fn uncharged(&self, act: Option<Act>) -> u64 {
-        if self.rule.charges_late() && act != Some(Act::Charge) {
-            self.charge.cost
-        } else {
-            0
-        }
+    /// Whether the request was only tried, to be charged if its response
+    /// counts: until then its decision assumed its cost charged.
+    pub(crate) fn charges_late(&self) -> bool {
+        self.rule.charges_late()
     }
 
     /// Settle the charge as `act` says.
-    pub(crate) fn run(self, act: Option<Act>) {
-        if let Some(act) = act {
-            self.rule.apply(&self.charge, act);
-        }
+    pub(crate) fn run(self, act: Act) {
+        self.rule.apply(&self.charge, act);
     }
 }
 

@@ -3,12 +3,13 @@ use crate::concurrency::ConcurrencyLimiter;
 use crate::key::{KeyExtractor, KeyRejection};
 use crate::layer::body::ResponseBody;
 use crate::layer::future::ConcurrencyLimitFuture;
-use crate::layer::gate::Gate;
+use crate::layer::gate::{LeaseGate, Next};
 use crate::layer::responder::Responder;
 use crate::layer::service::{self, Gatekeeper};
 use crate::limiter::{Outcome, Pending};
+use crate::Error;
 use bytes::Bytes;
-use http::{Request, Response};
+use http::{HeaderMap, Request, Response};
 use http_body::Body;
 use std::fmt;
 use std::sync::Arc;
@@ -90,6 +91,8 @@ impl<S: fmt::Debug, K: fmt::Debug> fmt::Debug for ConcurrencyLimit<S, K> {
 // `call`, never named outside the crate.
 #[allow(private_interfaces)]
 impl<K: KeyExtractor> Gatekeeper for ConcurrencyLimitConfig<K> {
+    type Gate = LeaseGate;
+
     fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
         self.extractor.extract(req)
     }
@@ -98,14 +101,17 @@ impl<K: KeyExtractor> Gatekeeper for ConcurrencyLimitConfig<K> {
         &self.responder.responder
     }
 
-    fn start<B>(this: &Arc<Self>, _req: &Request<B>, key: String) -> (Pending<Outcome>, Gate) {
+    fn start<B>(this: &Arc<Self>, _req: &Request<B>, key: String) -> (Pending<Outcome>, LeaseGate) {
         let (id, decision) = this.limiter.start_acquire(&key);
-        let gate = Gate::Lease {
-            layer: this.responder.clone(),
+        let gate = LeaseGate {
             limiter: this.limiter.clone(),
             key,
             id,
         };
         (decision, gate)
+    }
+
+    fn next(&self, gate: LeaseGate, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
+        self.responder.next(gate, result, headers)
     }
 }

@@ -1,6 +1,6 @@
 use super::service::RateLimit;
 use crate::algorithm::Algorithm;
-use crate::headers::{ceil_secs, policy_field, HeaderStyle, LimitReport, LimitValues};
+use crate::headers::{ceil_secs, policy_field, HeaderStyle, Kept, LimitReport, LimitValues};
 use crate::key::{KeyExtractor, RequestView};
 use crate::layer::cost::Pricing;
 use crate::layer::gate::RateResponder;
@@ -10,7 +10,7 @@ use crate::layer::responder::{Rejection, Responder};
 use crate::layer::settle::Counting;
 use crate::{Decision, Limiter};
 use bytes::Bytes;
-use http::{HeaderValue, Response};
+use http::Response;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -258,13 +258,13 @@ impl<K, A> RateLimitConfig<K, A> {
 
 /// `RateLimit-Policy` for the limiter's own limits (any decision will do:
 /// the field reads only names and quotas).
-fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<HeaderValue> {
+fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<Kept> {
     let decision = Decision::within_limit(0, 0, Duration::ZERO);
     let reports: Vec<_> = limiter
         .quotas()
         .map(|(name, quota)| LimitReport::new(name, quota, &decision))
         .collect();
-    policy_field(&reports)
+    policy_field(&reports).map(Kept::new)
 }
 
 /// The `RateLimit` values of the limiter's own limit, when it has exactly

@@ -3,13 +3,13 @@ use crate::algorithm::Algorithm;
 use crate::key::{KeyExtractor, KeyRejection, RequestView};
 use crate::layer::body::RejectionBody;
 use crate::layer::future::ResponseFuture;
-use crate::layer::gate::Gate;
+use crate::layer::gate::{Next, RateGate};
 use crate::layer::responder::Responder;
 use crate::layer::service::{self, Gatekeeper};
 use crate::layer::settle::{Act, Charge, Counting, Rule, Settle};
 use crate::limiter::{LayerCall, Outcome, Pending};
-use crate::Limiter;
-use http::{Request, Response, StatusCode};
+use crate::{Error, Limiter};
+use http::{HeaderMap, Request, Response, StatusCode};
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -90,6 +90,8 @@ impl<S: fmt::Debug, K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimit<S, K,
 // `call`, never named outside the crate.
 #[allow(private_interfaces)]
 impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
+    type Gate = RateGate;
+
     fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
         self.extractor.extract(req)
     }
@@ -98,7 +100,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
         &self.responder.responder
     }
 
-    fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Outcome>, Gate) {
+    fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Outcome>, RateGate) {
         let view = RequestView::new(req);
         let cost = this.pricing.of(view);
         let limiter = &this.limiter;
@@ -113,8 +115,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             _ => LayerCall::Check,
         };
         let decision = limiter.start_for_layer(plan.as_deref(), &key, cost, call);
-        let gate = Gate::Rate {
-            layer: this.responder.clone(),
+        let gate = RateGate {
             settle: this.counting.may_act(this.refund_inner).then(|| Settle {
                 rule: this.clone(),
                 charge: Charge {
@@ -126,6 +127,10 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             plan,
         };
         (decision, gate)
+    }
+
+    fn next(&self, gate: RateGate, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
+        self.responder.next(gate, result, headers)
     }
 }
 
