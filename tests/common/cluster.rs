@@ -500,14 +500,13 @@ impl RedisCluster {
     /// unanswered, as they would for a dead node), then, for at most 2 s,
     /// until each replica has applied every write so far
     /// ([`super::caught_up`]; `WAIT` is itself held by a pause), then
-    /// SIGKILL. Redis
-    /// replicates asynchronously, and a replica that lags when its primary
-    /// dies loses what it had not received (the guide says so); under CPU
-    /// starvation that lag reached hundreds of milliseconds once (1 659
-    /// admissions on 106 keys forgotten), and `WAIT` alone left the writes
-    /// admitted between its answer and the kill. A test of floodgate's
-    /// failover should not measure Redis's replication. Returns the
-    /// replicas that caught up.
+    /// SIGKILL. Redis replicates asynchronously, and a replica that lags
+    /// when its primary dies loses what it had not received (the guide says
+    /// so); under CPU starvation that lag reached hundreds of milliseconds
+    /// once (1 659 admissions on 106 keys forgotten), and `WAIT` alone left
+    /// the writes admitted between its answer and the kill. A test of
+    /// floodgate's failover should not measure Redis's replication.
+    /// Returns the replicas that caught up.
     pub fn kill_in_sync(&mut self, port: u16) -> i64 {
         let replicas = self.replicas_of(port);
         let _ = self.q::<()>(port, &["CLIENT", "PAUSE", "10000", "WRITE"]);
