@@ -39,7 +39,7 @@
 //!
 //! For callgrind and perf: with `FLOODGATE_BENCH_PROFILE=<contender>` (an
 //! algorithm, `governor`, `router_plain`, `router_layer`,
-//! `router_noheaders` or `router_governor`) the binary makes
+//! `router_noheaders`, `router_identity` or `router_governor`) the binary makes
 //! 200 000 decisions (requests; `FLOODGATE_BENCH_N` for another count) of
 //! that contender on one thread, prints the time each took and exits, e.g.
 //! `FLOODGATE_BENCH_PROFILE=gcra valgrind --tool=callgrind target/release/deps/memory-<hash>`.
@@ -198,6 +198,16 @@ fn router_governor() -> App {
     ))
 }
 
+/// The same app behind a layer that does nothing (`MapRequestLayer` with
+/// the identity): what axum's wrapping of any route layer costs, which
+/// both floodgate's layer and `tower_governor`'s pay.
+fn router_identity() -> App {
+    let hello = Router::new().route("/", get(|| async { "hello" }));
+    App(std::sync::Mutex::new(hello.layer(
+        tower::util::MapRequestLayer::new(|r: http::Request<Body>| r),
+    )))
+}
+
 /// The same layer with no rate-limit fields on responses
 /// (`HeaderStyle::None`): what the fields cost, by difference.
 fn router_noheaders() -> App {
@@ -320,6 +330,7 @@ fn apps() -> Vec<(&'static str, Box<dyn DynDecider>)> {
         ("router_layer", Box::new(router(true))),
         ("router_governor", Box::new(router_governor())),
         ("router_noheaders", Box::new(router_noheaders())),
+        ("router_identity", Box::new(router_identity())),
     ]
 }
 

@@ -649,29 +649,49 @@ fn forwarded_for_chains_of_100k_entries_cost_bounded_work() {
     // Forged entries on the left, the real client right of our proxy.
     let forged = format!("{}, 203.0.113.9, 127.0.0.2", chain("6.6.6.6", 100_000));
     let r = req("x-forwarded-for", forged);
-    assert_eq!(timed(&|| xff.extract(&r)).unwrap(), "203.0.113.9");
+    assert_eq!(
+        timed(&|| xff.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        "203.0.113.9"
+    );
     // 100 000 trusted hops: too long a chain, the last trusted proxy.
     let r = req("x-forwarded-for", chain("127.0.0.3", 100_000));
-    assert_eq!(timed(&|| xff.extract(&r)).unwrap(), "127.0.0.3");
+    assert_eq!(
+        timed(&|| xff.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        "127.0.0.3"
+    );
     let reject = xff.clone().on_broken_chain(BrokenChain::Reject);
-    assert!(timed(&|| reject.extract(&r))
-        .unwrap_err()
-        .reason()
-        .contains("more than 64"));
+    assert!(
+        timed(&|| reject.extract(&r).map(std::borrow::Cow::into_owned))
+            .unwrap_err()
+            .reason()
+            .contains("more than 64")
+    );
     // Garbage, 100 000 times.
     let r = req("x-forwarded-for", chain("{}garbage\u{e9}", 100_000));
-    assert_eq!(timed(&|| xff.extract(&r)).unwrap(), "127.0.0.1");
+    assert_eq!(
+        timed(&|| xff.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        "127.0.0.1"
+    );
     // The same for Forwarded, which is tokenized from the left.
     let forged = format!(
         "{}, for=203.0.113.9",
         chain("for=6.6.6.6;proto=http", 100_000)
     );
     let r = req("forwarded", forged);
-    assert_eq!(timed(&|| fwd.extract(&r)).unwrap(), "203.0.113.9");
+    assert_eq!(
+        timed(&|| fwd.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        "203.0.113.9"
+    );
     let r = req("forwarded", chain("for=\"[::1]:80\"", 100_000));
-    assert_eq!(timed(&|| fwd.extract(&r)).unwrap(), "::/64");
+    assert_eq!(
+        timed(&|| fwd.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        "::/64"
+    );
     let r = req("forwarded", chain("for=\"x", 100_000));
-    assert_eq!(timed(&|| fwd.extract(&r)).unwrap(), "127.0.0.1");
+    assert_eq!(
+        timed(&|| fwd.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        "127.0.0.1"
+    );
 }
 
 /// The same chains over TCP, as long as the server accepts a head (hyper

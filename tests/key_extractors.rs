@@ -405,12 +405,13 @@ fn ipv6_addresses_in_one_64_share_a_key() {
         "[2001:0db8:00aa:00bb:1:2:3:4]:3",
     ]
     .iter()
-    .map(|peer| PeerIp::new().extract(&req(peer, &[])).unwrap())
+    .map(|peer| PeerIp::new().extract(&req(peer, &[])).unwrap().into_owned())
     .collect();
     assert_eq!(keys, ["2001:db8:aa:bb::/64"; 3]);
     let other = PeerIp::new()
         .extract(&req("[2001:db8:aa:bc::1]:1", &[]))
-        .unwrap();
+        .unwrap()
+        .into_owned();
     assert_eq!(other, "2001:db8:aa:bc::/64");
 }
 
@@ -506,7 +507,7 @@ async fn axum_server_with_connect_info() {
     async fn key(req: AxumRequest) -> String {
         PeerIp::new()
             .extract(&req)
-            .unwrap_or_else(|e| e.to_string())
+            .map_or_else(|e| e.to_string(), std::borrow::Cow::into_owned)
     }
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -541,7 +542,7 @@ async fn tonic_server_inserts_tcp_connect_info() {
     let svc = tower::service_fn(|req: Request<tonic::body::Body>| async move {
         let key = PeerIp::new()
             .extract(&req)
-            .unwrap_or_else(|e| e.to_string());
+            .map_or_else(|e| e.to_string(), std::borrow::Cow::into_owned);
         Ok::<_, Infallible>(http::Response::new(key))
     });
     let server = tokio::spawn(

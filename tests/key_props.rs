@@ -251,7 +251,7 @@ proptest! {
         prop_assume!(!is_mapped(a) && !is_mapped(b) && !is_mapped(other));
         let key = |x: u128| {
             let r = request(IpAddr::V6(Ipv6Addr::from(x)), &xff(), &[]);
-            PeerIp::new().extract(&r).unwrap()
+            PeerIp::new().extract(&r).unwrap().into_owned()
         };
         prop_assert_eq!(key(a), key(b));
         prop_assert_eq!(key(a) == key(other), a >> 64 == other >> 64);
@@ -271,7 +271,7 @@ proptest! {
         let key = |x: u128| {
             let entry = format!("[{}]:1", Ipv6Addr::from(x));
             let r = request("127.0.0.1".parse().unwrap(), &xff(), &[entry.into_bytes()]);
-            c.extract(&r).unwrap()
+            c.extract(&r).unwrap().into_owned()
         };
         prop_assert_eq!(key(a), key(b));
     }
@@ -281,7 +281,7 @@ proptest! {
     fn mapped_is_ipv4(a in any::<u32>(), len in 1u8..=32) {
         let v4 = Ipv4Addr::from(a);
         let p = PeerIp::new().ipv4_prefix(len).unwrap();
-        let key = |ip: IpAddr| p.extract(&request(ip, &xff(), &[])).unwrap();
+        let key = |ip: IpAddr| p.extract(&request(ip, &xff(), &[])).unwrap().into_owned();
         prop_assert_eq!(key(IpAddr::V4(v4)), key(IpAddr::V6(v4.to_ipv6_mapped())));
     }
 

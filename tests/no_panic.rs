@@ -613,7 +613,10 @@ enum AnyKey {
 }
 
 impl KeyExtractor for AnyKey {
-    fn extract<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
+    fn extract<'r, B>(
+        &self,
+        req: &'r Request<B>,
+    ) -> Result<std::borrow::Cow<'r, str>, KeyRejection> {
         match self {
             AnyKey::Header(k) => k.extract(req),
             AnyKey::Client(k) => k.extract(req),

@@ -7,6 +7,7 @@ use http::HeaderValue;
 use super::ietf::limit_field;
 use super::kept::Kept;
 use super::report::{ceil_secs, LimitReport};
+use crate::Decision;
 
 /// How many values a table holds at most (`OnceLock<Kept>` is 56 bytes:
 /// 56 KiB a layer at most, filled as values are first written).
@@ -46,6 +47,21 @@ impl LimitValues {
     }
 
     /// The `RateLimit` value of `reports`, if it is one this table holds.
+    /// The kept value of `d`, a decision of this very limit (the caller
+    /// knows: it is the limiter's one own limit), if the table holds it.
+    pub(crate) fn own(&self, d: &Decision) -> Option<HeaderValue> {
+        if d.limit() != self.limit {
+            return None;
+        }
+        let below = self.limit.checked_sub(d.remaining())?;
+        let t = ceil_secs(d.reset_after().max(d.retry_after().unwrap_or_default()));
+        if below >= self.span || t > self.max_t {
+            return None;
+        }
+        let i = usize::try_from(t * self.span + below).ok()?;
+        self.values.get(i)?.get().map(Kept::get)
+    }
+
     pub(crate) fn get(&self, reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
         let [report] = reports else { return None };
         let d = report.decision;

@@ -1,5 +1,6 @@
 //! The client address behind trusted reverse proxies.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -253,8 +254,9 @@ fn walk(
 }
 
 impl KeyExtractor for ClientIp {
-    fn extract<B>(&self, req: &http::Request<B>) -> Result<String, KeyRejection> {
-        self.client_ip(req).map(|ip| self.grouping.key(ip))
+    fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
+        self.client_ip(req)
+            .map(|ip| Cow::Owned(self.grouping.key(ip)))
     }
 }
 

@@ -1,10 +1,11 @@
 //! Tuples of extractors: keys on all of them at once.
 
 use super::{KeyExtractor, KeyRejection};
+use std::borrow::Cow;
 
 /// Joins `parts` with `|`, escaping `\` and `|` so the key is unambiguous:
 /// `("a|b", "c")` and `("a", "b|c")` must not share a bucket.
-fn join(parts: &[String]) -> String {
+fn join(parts: &[Cow<'_, str>]) -> String {
     let mut key = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -29,8 +30,8 @@ macro_rules! tuple_key {
         /// Keys on every extractor of the tuple, joined with `|` (with `\`
         /// and `|` escaped inside each part). The first rejection wins.
         impl<$($name: KeyExtractor),+> KeyExtractor for ($($name,)+) {
-            fn extract<Body>(&self, req: &http::Request<Body>) -> Result<String, KeyRejection> {
-                Ok(join(&[$(self.$idx.extract(req)?),+]))
+            fn extract<'r, Body>(&self, req: &'r http::Request<Body>) -> Result<Cow<'r, str>, KeyRejection> {
+                Ok(Cow::Owned(join(&[$(self.$idx.extract(req)?),+])))
             }
         }
     };

@@ -1,6 +1,7 @@
 //! A request extension as the key, e.g. the user an auth layer found.
 
 use std::any::type_name;
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -90,7 +91,7 @@ where
     T: Send + Sync + 'static,
     F: Fn(&T) -> String + Clone + Send + Sync + 'static,
 {
-    fn extract<B>(&self, req: &http::Request<B>) -> Result<String, KeyRejection> {
+    fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
         let Some(value) = req.extensions().get::<T>() else {
             return Err(KeyRejection::new(format!(
                 "missing request extension `{}`: the layer that inserts it must run before the rate limiter",
@@ -104,7 +105,7 @@ where
                 type_name::<T>()
             )));
         }
-        Ok(key)
+        Ok(Cow::Owned(key))
     }
 }
 

@@ -1,5 +1,6 @@
 //! A closure as the key extractor.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use super::{KeyExtractor, KeyRejection, RequestView};
@@ -48,7 +49,7 @@ impl<F> KeyExtractor for FnKey<F>
 where
     F: Fn(RequestView<'_>) -> Result<String, KeyRejection> + Clone + Send + Sync + 'static,
 {
-    fn extract<B>(&self, req: &http::Request<B>) -> Result<String, KeyRejection> {
-        (self.f)(RequestView::new(req))
+    fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
+        (self.f)(RequestView::new(req)).map(Cow::Owned)
     }
 }

@@ -38,7 +38,7 @@ impl Default for Global {
 }
 
 impl KeyExtractor for Global {
-    fn extract<B>(&self, _: &http::Request<B>) -> Result<String, KeyRejection> {
-        Ok(self.key.clone().into_owned())
+    fn extract<'r, B>(&self, _: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
+        Ok(self.key.clone())
     }
 }

@@ -104,15 +104,16 @@ pub use view::RequestView;
 ///
 /// ```
 /// use floodgate::key::{KeyExtractor, KeyRejection};
+/// use std::borrow::Cow;
 ///
 /// /// Keys on the first path segment, e.g. the tenant in `/acme/orders`.
 /// #[derive(Clone)]
 /// struct Tenant;
 ///
 /// impl KeyExtractor for Tenant {
-///     fn extract<B>(&self, req: &http::Request<B>) -> Result<String, KeyRejection> {
+///     fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
 ///         match req.uri().path().split('/').nth(1) {
-///             Some(t) if !t.is_empty() => Ok(format!("tenant:{t}")),
+///             Some(t) if !t.is_empty() => Ok(format!("tenant:{t}").into()),
 ///             _ => Err(KeyRejection::new("no tenant in the path")),
 ///         }
 ///     }
@@ -124,10 +125,14 @@ pub use view::RequestView;
 pub trait KeyExtractor: Clone + Send + Sync + 'static {
     /// The key of `req`, or why there is none.
     ///
+    /// The key may borrow from the request ([`Header`] lends the header's
+    /// own bytes): the layer copies it only when it must keep it past the
+    /// decision (a refund or a late charge, a concurrency lease).
+    ///
     /// # Errors
     /// A [`KeyRejection`] saying what the request lacks; the layers answer it
     /// with 400 (gRPC: `INVALID_ARGUMENT`).
-    fn extract<B>(&self, req: &http::Request<B>) -> Result<String, KeyRejection>;
+    fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection>;
 }
 
 /// Why no key could be extracted from a request.

@@ -1,5 +1,6 @@
 //! The TCP peer address.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use http::Extensions;
@@ -109,9 +110,9 @@ impl PeerIp {
 }
 
 impl KeyExtractor for PeerIp {
-    fn extract<B>(&self, req: &http::Request<B>) -> Result<String, KeyRejection> {
+    fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
         let addr = peer_addr(req.extensions()).ok_or_else(no_peer)?;
-        Ok(self.grouping.key(addr.ip()))
+        Ok(Cow::Owned(self.grouping.key(addr.ip())))
     }
 }
 

@@ -193,11 +193,9 @@ where
                     });
                 }
                 StateProj::Calling { fut, admitted } => {
-                    let response = ready!(fut.poll(cx))?;
-                    let (mut parts, body) = response.into_parts();
+                    let mut response = ready!(fut.poll(cx))?;
                     let admitted = admitted.take().expect(POLLED_AFTER_DONE);
-                    let lease = admitted.finish(&mut parts);
-                    let response = Response::from_parts(parts, body);
+                    let lease = admitted.finish(&mut response);
                     return Poll::Ready(Ok(Answer::Served(response, lease)));
                 }
                 StateProj::Done { response } => {

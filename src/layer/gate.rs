@@ -7,7 +7,7 @@ use super::settle::{Act, DeniedByLimit, Settle};
 use crate::algorithm::Quota;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
 use crate::headers::{
-    write_with_policy, HeaderStyle, Kept, LimitReport, LimitValues, Prepared, ResetUnit,
+    write_with_policy, FieldSink, HeaderStyle, Kept, LimitReport, LimitValues, Prepared, ResetUnit,
 };
 use crate::limiter::{Outcome, Plan};
 use crate::{Decision, Error, Reason};
@@ -144,7 +144,7 @@ impl RateResponder {
             .map(|s| s.charge.cost);
         let plan = plan.as_deref();
         let fields = match trial {
-            None => Fields::Fixed(self.fields(plan, &decided)),
+            None => Fields::Fixed(self.fields(plan, &decided, &d)),
             Some(cost) => {
                 let uncharged = decided.map_each(|d| {
                     if d.allowed() {
@@ -153,9 +153,10 @@ impl RateResponder {
                         d
                     }
                 });
+                let overall = uncharged.overall();
                 Fields::Trial(Box::new([
-                    self.fields(plan, &decided),
-                    self.fields(plan, &uncharged),
+                    self.fields(plan, &decided, &d),
+                    self.fields(plan, &uncharged, &overall),
                 ]))
             }
         };
@@ -171,13 +172,25 @@ impl RateResponder {
         }
     }
 
-    /// The rate-limit fields of `decided`, under `plan`'s limits or the
-    /// limiter's own.
-    fn fields(&self, plan: Option<&Plan>, decided: &Outcome) -> Prepared {
+    /// The rate-limit fields of `decided` (which adds up to `overall`),
+    /// under `plan`'s limits or the limiter's own.
+    fn fields(&self, plan: Option<&Plan>, decided: &Outcome, overall: &Decision) -> Prepared {
         let mut fields = Prepared::default();
         let style = self.responder.style;
         if style == HeaderStyle::None {
             return fields;
+        }
+        // The limiter's one own limit in the IETF style, the usual case:
+        // both values are kept ones, so nothing is built.
+        if let (None, HeaderStyle::Ietf, Some(policy), Some(values)) =
+            (plan, style, &self.policy_field, &self.limit_values)
+        {
+            if decided.is_single() && !overall.is_degraded() {
+                if let Some(limit) = values.own(overall) {
+                    fields.ietf(Some(policy.get()), Some(limit));
+                    return fields;
+                }
+            }
         }
         let epoch = matches!(
             style,
@@ -278,12 +291,11 @@ fn verdict(
 impl Admitted {
     /// The response's head is known: write its fields, settle its charge;
     /// the lease goes on with the body.
-    pub(crate) fn finish(self, parts: &mut http::response::Parts) -> Option<Box<Lease>> {
-        let denied_inside = parts.extensions.get::<DeniedByLimit>().is_some();
-        let act = self
-            .settle
-            .as_ref()
-            .and_then(|s| s.act(parts.status, denied_inside));
+    pub(crate) fn finish<B>(self, response: &mut Response<B>) -> Option<Box<Lease>> {
+        let act = self.settle.as_ref().and_then(|s| {
+            let denied_inside = response.extensions().get::<DeniedByLimit>().is_some();
+            s.act(response.status(), denied_inside)
+        });
         let fields = match self.fields {
             Fields::Fixed(fields) => fields,
             Fields::Trial(both) => {
@@ -295,7 +307,7 @@ impl Admitted {
                 }
             }
         };
-        fields.write_to(&mut parts.headers);
+        fields.write_to(response.headers_mut());
         if let (Some(settle), Some(act)) = (self.settle, act) {
             settle.run(act);
         }

@@ -7,13 +7,16 @@ use crate::key::KeyRejection;
 use crate::limiter::{Outcome, Pending};
 use crate::Error;
 use http::{HeaderMap, Request};
+use std::borrow::Cow;
 use std::sync::Arc;
 use tower_service::Service;
 
 pub(crate) use sealed::Gatekeeper;
 
 mod sealed {
-    use super::{Arc, Error, HeaderMap, KeyRejection, Next, Outcome, Pending, Request, Responder};
+    use super::{
+        Arc, Cow, Error, HeaderMap, KeyRejection, Next, Outcome, Pending, Request, Responder,
+    };
 
     /// What a layer's configuration does with each request. Sealed: its
     /// items are reached only through the services' `call`.
@@ -23,14 +26,14 @@ mod sealed {
         /// the decision leads to.
         type Gate: Send + Sync + 'static;
         /// The request's key, or why there is none.
-        fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection>;
+        fn key<'r, B>(&self, req: &'r Request<B>) -> Result<Cow<'r, str>, KeyRejection>;
         /// How the layer answers.
         fn responder(&self) -> &Responder;
         /// Start the decision of `req`, whose key is `key`.
         fn start<B>(
             this: &Arc<Self>,
             req: &Request<B>,
-            key: String,
+            key: Cow<'_, str>,
         ) -> (Pending<Outcome>, Self::Gate);
         /// What the decision `result` of the request of `gate` leads to;
         /// `headers` are the request's.

@@ -3,6 +3,7 @@
 use super::predicate::StatusPredicate;
 use crate::limiter::Plan;
 use http::StatusCode;
+use smol_str::SmolStr;
 use std::fmt;
 use std::sync::Arc;
 
@@ -51,7 +52,7 @@ pub(crate) struct Settle {
 /// What a request was charged: its key, its cost and, for limits resolved
 /// for it, their plan.
 pub(crate) struct Charge {
-    pub(crate) key: String,
+    pub(crate) key: SmolStr,
     pub(crate) cost: u64,
     pub(crate) plan: Option<Arc<Plan>>,
 }

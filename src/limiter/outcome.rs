@@ -113,6 +113,14 @@ impl Outcome {
     }
 
     /// Each limit's decision, in order.
+    /// Whether one limit decided (its decision is then the overall one).
+    pub(crate) fn is_single(&self) -> bool {
+        match &self.0 {
+            PerLimit::Replies(_, rest) => rest.is_empty(),
+            PerLimit::Decisions(_, rest) => rest.is_empty(),
+        }
+    }
+
     pub(crate) fn each(&self) -> impl Iterator<Item = Decision> + '_ {
         let (replies, decisions) = match &self.0 {
             PerLimit::Replies(first, rest) => (Some((first, rest)), None),

@@ -11,6 +11,7 @@ use crate::Error;
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
 use http_body::Body;
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -93,7 +94,7 @@ impl<S: fmt::Debug, K: fmt::Debug> fmt::Debug for ConcurrencyLimit<S, K> {
 impl<K: KeyExtractor> Gatekeeper for ConcurrencyLimitConfig<K> {
     type Gate = LeaseGate;
 
-    fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
+    fn key<'r, B>(&self, req: &'r Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
         self.extractor.extract(req)
     }
 
@@ -101,11 +102,15 @@ impl<K: KeyExtractor> Gatekeeper for ConcurrencyLimitConfig<K> {
         &self.responder.responder
     }
 
-    fn start<B>(this: &Arc<Self>, _req: &Request<B>, key: String) -> (Pending<Outcome>, LeaseGate) {
+    fn start<B>(
+        this: &Arc<Self>,
+        _req: &Request<B>,
+        key: Cow<'_, str>,
+    ) -> (Pending<Outcome>, LeaseGate) {
         let (id, decision) = this.limiter.start_acquire(&key);
         let gate = LeaseGate {
             limiter: this.limiter.clone(),
-            key,
+            key: key.into_owned(),
             id,
         };
         (decision, gate)

@@ -10,6 +10,8 @@ use crate::layer::settle::{Act, Charge, Counting, Rule, Settle};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::{Error, Limiter};
 use http::{HeaderMap, Request, Response, StatusCode};
+use smol_str::SmolStr;
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -92,7 +94,7 @@ impl<S: fmt::Debug, K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimit<S, K,
 impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
     type Gate = RateGate;
 
-    fn key<B>(&self, req: &Request<B>) -> Result<String, KeyRejection> {
+    fn key<'r, B>(&self, req: &'r Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
         self.extractor.extract(req)
     }
 
@@ -100,7 +102,11 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
         &self.responder.responder
     }
 
-    fn start<B>(this: &Arc<Self>, req: &Request<B>, key: String) -> (Pending<Outcome>, RateGate) {
+    fn start<B>(
+        this: &Arc<Self>,
+        req: &Request<B>,
+        key: Cow<'_, str>,
+    ) -> (Pending<Outcome>, RateGate) {
         let view = RequestView::new(req);
         let cost = this.pricing.of(view);
         let limiter = &this.limiter;
@@ -119,7 +125,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             settle: this.counting.may_act(this.refund_inner).then(|| Settle {
                 rule: this.clone(),
                 charge: Charge {
-                    key,
+                    key: SmolStr::new(&key),
                     cost,
                     plan: plan.clone(),
                 },
