@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! apt-get install -y wrk                        # the load tool (required)
-//! cargo bench --bench http_load                # 5 rounds × 3 apps × 5 s, wrk -t1 -c32
+//! cargo bench --bench http_load                # 5 rounds × 4 apps × 5 s, wrk -t1 -c32
 //! cargo bench --bench http_load -- --quick     # smoke pass
 //! cargo bench --bench http_load -- --rounds 7 --secs 4 --conns 64
 //! cargo bench --bench http_load -- --inrepo    # also the in-repo generator
@@ -24,6 +24,9 @@
 //!   keyed by the same header (its `KeyExtractor` trait), GCRA at the same
 //!   quota (one cell per ms, burst 1000: everything admits), its defaults
 //!   otherwise (no headers on admitted responses);
+//! - `tower_governor_headers`: the same with its `use_headers()`
+//!   (`x-ratelimit-limit`, `x-ratelimit-remaining` on admitted responses),
+//!   like for like with floodgate's two fields;
 //! - `redis` (with `--redis`): floodgate's layer on a `RedisStore` (its own
 //!   `redis-server` on a free port, or `REDIS_URL`).
 //!
@@ -138,7 +141,7 @@ impl Opts {
                 "--only" => {
                     o.only = Some(
                         args.next()
-                            .expect("--only plain,floodgate,tower_governor,redis")
+                            .expect("--only plain,floodgate,tower_governor,tower_governor_headers,redis")
                             .split(',')
                             .map(String::from)
                             .collect(),
@@ -187,6 +190,20 @@ fn tower_governor_app() -> Router {
         .per_millisecond(1)
         .burst_size(1000)
         .key_extractor(ApiKey)
+        .finish()
+        .unwrap();
+    hello().layer(GovernorLayer::new(config))
+}
+
+/// The same with `tower_governor`'s headers on (`use_headers`:
+/// `x-ratelimit-limit` and `x-ratelimit-remaining` on every admitted
+/// response): like for like with floodgate's two fields.
+fn tower_governor_headers_app() -> Router {
+    let config = GovernorConfigBuilder::default()
+        .per_millisecond(1)
+        .burst_size(1000)
+        .key_extractor(ApiKey)
+        .use_headers()
         .finish()
         .unwrap();
     hello().layer(GovernorLayer::new(config))
@@ -349,7 +366,12 @@ fn main() {
         eprintln!("http_load needs `wrk` on PATH: install it (Debian/Ubuntu: `apt-get install -y wrk`, macOS: `brew install wrk`)");
         std::process::exit(2);
     }
-    let mut apps = vec!["plain", "floodgate", "tower_governor"];
+    let mut apps = vec![
+        "plain",
+        "floodgate",
+        "tower_governor",
+        "tower_governor_headers",
+    ];
     if opts.redis {
         apps.push("redis");
     }
@@ -373,6 +395,7 @@ fn main() {
                 "plain" => hello(),
                 "floodgate" => floodgate_app(MemoryStore::new().into()),
                 "tower_governor" => tower_governor_app(),
+                "tower_governor_headers" => tower_governor_headers_app(),
                 _ => floodgate_app(
                     RedisStore::from_url(&redis.as_ref().unwrap().url)
                         .unwrap()
@@ -506,8 +529,8 @@ fn main() {
         support::nproc()
     );
     println!();
-    println!("| generator | app | requests/s | × plain | × tower_governor | × plain from CPU/request | not 2xx | CPU µs/request: server | generator | redis-server | Redis calls per request (FCALL or EVALSHA + PING/UNWATCH) | server write syscalls per request | allocations per request |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| generator | app | requests/s | × plain | × tower_governor | × tower_governor with headers | × plain from CPU/request | not 2xx | CPU µs/request: server | generator | redis-server | Redis calls per request (FCALL or EVALSHA + PING/UNWATCH) | server write syscalls per request | allocations per request |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (g, gen) in generators.iter().enumerate() {
         // Same-round ratio of app `a` to app `b`, median over rounds.
         let ratio = |a: usize, b: usize| {
@@ -535,10 +558,11 @@ fn main() {
                     .collect::<Vec<_>>(),
             );
             println!(
-                "| {gen} | {name} | {} | {:.3} | {:.3} | {cpu_ratio:.3} | {} | {:.1} | {:.1} | {:.1} | {:.2} + {:.2} | {:.2} | {:.2} |",
+                "| {gen} | {name} | {} | {:.3} | {:.3} | {:.3} | {cpu_ratio:.3} | {} | {:.1} | {:.1} | {:.1} | {:.2} + {:.2} | {:.2} | {:.2} |",
                 int(col(&|r| r.rps)),
                 ratio(a, 0),
                 ratio(a, 2),
+                ratio(a, 3),
                 int(col(&|r| r.limited)),
                 col(&|r| r.server_us),
                 col(&|r| r.client_us),

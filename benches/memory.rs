@@ -39,7 +39,8 @@
 //!
 //! For callgrind and perf: with `FLOODGATE_BENCH_PROFILE=<contender>` (an
 //! algorithm, `governor`, `router_plain`, `router_layer`,
-//! `router_noheaders`, `router_identity` or `router_governor`) the binary makes
+//! `router_noheaders`, `router_identity`, `router_governor` or
+//! `router_governor_headers`) the binary makes
 //! 200 000 decisions (requests; `FLOODGATE_BENCH_N` for another count) of
 //! that contender on one thread, prints the time each took and exits, e.g.
 //! `FLOODGATE_BENCH_PROFILE=gcra valgrind --tool=callgrind target/release/deps/memory-<hash>`.
@@ -119,9 +120,29 @@ impl Decider for Governor {
 }
 
 /// An axum app served in process: one request per decision, its body read
-/// to the end. The mutex is never contended (one thread) and costs the same
-/// with and without the layer.
-struct App(std::sync::Mutex<Router>);
+/// to the end. Each thread serves through a clone of its own (as each
+/// connection of a server does), so its mutex is never contended and costs
+/// the same with and without the layer; the clones share the layer's
+/// state, as a server's connections do.
+struct App([std::sync::Mutex<Router>; 2]);
+
+impl App {
+    fn new(router: Router) -> App {
+        App([
+            std::sync::Mutex::new(router.clone()),
+            std::sync::Mutex::new(router),
+        ])
+    }
+
+    /// The clone of the calling thread: the first two threads that call
+    /// get one each (the tables run at most two).
+    fn mine(&self) -> &std::sync::Mutex<Router> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local!(static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed));
+        &self.0[SLOT.with(|s| *s) % 2]
+    }
+}
 
 impl Decider for App {
     #[inline]
@@ -131,7 +152,7 @@ impl Decider for App {
             .header("x-client", key.as_str())
             .body(Body::empty())
             .unwrap();
-        let response = poll_once(self.0.lock().unwrap().call(req)).unwrap();
+        let response = poll_once(self.mine().lock().unwrap().call(req)).unwrap();
         let ok = response.status().is_success();
         let mut body = pin!(response.into_body());
         let mut cx = Context::from_waker(Waker::noop());
@@ -151,7 +172,7 @@ impl Decider for App {
 
 fn router(layer: bool) -> App {
     let hello = Router::new().route("/", get(|| async { "hello" }));
-    App(std::sync::Mutex::new(if layer {
+    App::new(if layer {
         let limiter = Limiter::new(
             MemoryStore::new(),
             Gcra::new(u64::from(LIMIT), Duration::from_secs(1)),
@@ -162,7 +183,7 @@ fn router(layer: bool) -> App {
         ))
     } else {
         hello
-    }))
+    })
 }
 
 /// `tower_governor`'s key for `router_governor`: the `x-client` header, as
@@ -193,9 +214,21 @@ fn router_governor() -> App {
         .key_extractor(ClientHeader)
         .finish()
         .expect("a valid quota");
-    App(std::sync::Mutex::new(
-        hello.layer(tower_governor::GovernorLayer::new(config)),
-    ))
+    App::new(hello.layer(tower_governor::GovernorLayer::new(config)))
+}
+
+/// `router_governor` with `tower_governor`'s headers on (`use_headers`:
+/// `x-ratelimit-limit` and `x-ratelimit-remaining` on admitted responses).
+fn router_governor_headers() -> App {
+    let hello = Router::new().route("/", get(|| async { "hello" }));
+    let config = tower_governor::governor::GovernorConfigBuilder::default()
+        .period(Duration::from_secs(1) / LIMIT)
+        .burst_size(LIMIT)
+        .key_extractor(ClientHeader)
+        .use_headers()
+        .finish()
+        .expect("a valid quota");
+    App::new(hello.layer(tower_governor::GovernorLayer::new(config)))
 }
 
 /// The same app behind a layer that does nothing (`MapRequestLayer` with
@@ -203,8 +236,8 @@ fn router_governor() -> App {
 /// both floodgate's layer and `tower_governor`'s pay.
 fn router_identity() -> App {
     let hello = Router::new().route("/", get(|| async { "hello" }));
-    App(std::sync::Mutex::new(hello.layer(
-        tower::util::MapRequestLayer::new(|r: http::Request<Body>| r),
+    App::new(hello.layer(tower::util::MapRequestLayer::new(
+        |r: http::Request<Body>| r,
     )))
 }
 
@@ -216,12 +249,12 @@ fn router_noheaders() -> App {
         MemoryStore::new(),
         Gcra::new(u64::from(LIMIT), Duration::from_secs(1)),
     );
-    App(std::sync::Mutex::new(
+    App::new(
         hello.layer(
             RateLimitLayer::new(limiter, Header::try_new("x-client").unwrap())
                 .headers(floodgate::headers::HeaderStyle::None),
         ),
-    ))
+    )
 }
 
 fn floodgate<A: Algorithm>(alg: A) -> Floodgate<A> {
@@ -331,6 +364,10 @@ fn apps() -> Vec<(&'static str, Box<dyn DynDecider>)> {
         ("router_governor", Box::new(router_governor())),
         ("router_noheaders", Box::new(router_noheaders())),
         ("router_identity", Box::new(router_identity())),
+        (
+            "router_governor_headers",
+            Box::new(router_governor_headers()),
+        ),
     ]
 }
 
@@ -464,30 +501,36 @@ fn layer_table(rounds: usize, n: u64) {
     for (_, d) in &all {
         d.timed(&keys, 1, KEYS as u64);
     }
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
-    for _ in 0..rounds {
-        for (i, (_, d)) in all.iter().enumerate() {
-            ns[i].push(d.timed(&keys, 1, n).0.as_nanos() as f64 / n as f64);
+    for threads in [1usize, 2] {
+        let mut ns: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
+        for _ in 0..rounds {
+            for (i, (_, d)) in all.iter().enumerate() {
+                let per_thread = n / threads as u64;
+                let (t, _) = d.timed(&keys, threads, per_thread);
+                ns[i].push(t.as_nanos() as f64 / (per_thread * threads as u64) as f64);
+            }
+        }
+        let med: Vec<f64> = ns.iter().map(|v| median(v)).collect();
+        let at = |name: &str| all.iter().position(|(n, _)| *n == name).unwrap();
+        let (plain, governor) = (med[at("router_plain")], med[at("router_governor")]);
+        let governor_headers = med[at("router_governor_headers")];
+        println!();
+        println!(
+            "| axum Router in process, {threads} thread(s) ({rounds} interleaved rounds, medians) \
+             | ns/request | own ns/request (over the plain app) | × tower_governor's own \
+             | × tower_governor's own with its headers |"
+        );
+        println!("|---|---|---|---|---|");
+        for (i, (name, _)) in all.iter().enumerate() {
+            let own = med[i] - plain;
+            println!(
+                "| {name} | {:.1} | {own:.1} | {:.2} | {:.2} |",
+                med[i],
+                own / (governor - plain),
+                own / (governor_headers - plain),
+            );
         }
     }
-    let med: Vec<f64> = ns.iter().map(|v| median(v)).collect();
-    println!();
-    println!("| axum Router in process, 1 thread | ns/request | layer's own ns/request |");
-    println!("|---|---|---|");
-    println!("| without the layer | {:.1} | |", med[0]);
-    println!(
-        "| with RateLimitLayer (GCRA, memory, IETF headers) | {:.1} | {:.1} ({:.2}× the plain app; {:.2}× tower_governor's own) |",
-        med[1],
-        med[1] - med[0],
-        med[1] / med[0],
-        (med[1] - med[0]) / (med[2] - med[0])
-    );
-    println!(
-        "| with tower_governor's GovernorLayer (GCRA, no headers) | {:.1} | {:.1} ({:.2}× the plain app) |",
-        med[2],
-        med[2] - med[0],
-        med[2] / med[0]
-    );
 }
 
 /// A fixed amount of work for one contender, for callgrind.
