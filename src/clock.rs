@@ -68,17 +68,19 @@ impl Clock for SystemClock {
 pub struct MonotonicClock;
 
 /// The time-stamp counter, and the wall time and counter reading it starts from.
-static ANCHOR: LazyLock<(u64, quanta::Clock, quanta::Instant)> = LazyLock::new(|| {
+/// The counter is kept raw (`at`) and scaled once a read, to nanoseconds
+/// since `at` (`delta_as_nanos`, zero if a core's counter is behind),
+/// rather than turned into an `Instant` and then a `Duration`.
+static ANCHOR: LazyLock<(u64, quanta::Clock, u64)> = LazyLock::new(|| {
     let counter = quanta::Clock::new();
-    let at = counter.now();
+    let at = counter.raw();
     (SystemClock.now_ms(), counter, at)
 });
 
 impl Clock for MonotonicClock {
     fn now_ms(&self) -> u64 {
         let (wall, counter, at) = &*ANCHOR;
-        let since = counter.now().saturating_duration_since(*at);
-        wall + since.as_secs() * 1000 + u64::from(since.subsec_millis())
+        wall + counter.delta_as_nanos(*at, counter.raw()) / 1_000_000
     }
 }
 

@@ -99,21 +99,23 @@ impl KeyExtractor for Header {
                 )))
             }
         };
-        // `to_str` admits visible ASCII and tabs; a tab left inside the
-        // trimmed value is refused below, with the other invisible bytes.
-        let value = match value.to_str() {
-            Ok(s) => s.trim_ascii(),
-            Err(_) => return Err(invisible(name)),
-        };
-        if value.is_empty() {
+        let trimmed = value.as_bytes().trim_ascii();
+        if trimmed.is_empty() {
             return Err(KeyRejection::new(format!("empty `{name}` header")));
         }
-        if value.len() > self.max_len {
+        if trimmed.len() > self.max_len {
             return Err(KeyRejection::new(format!(
                 "`{name}` header is longer than {} bytes",
                 self.max_len
             )));
         }
+        // `to_str` admits visible ASCII, spaces and tabs (and gives the
+        // `str` without a second pass); a tab left inside the trimmed
+        // value is refused with the other invisible bytes.
+        let value = match value.to_str() {
+            Ok(s) => s.trim_ascii(),
+            Err(_) => return Err(invisible(name)),
+        };
         if value.as_bytes().contains(&b'\t') {
             return Err(invisible(name));
         }
