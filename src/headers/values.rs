@@ -46,7 +46,6 @@ impl LimitValues {
         }
     }
 
-    /// The `RateLimit` value of `reports`, if it is one this table holds.
     /// The kept value of `d`, a decision of this very limit (the caller
     /// knows: it is the limiter's one own limit), if the table holds it.
     pub(crate) fn own(&self, d: &Decision) -> Option<HeaderValue> {
@@ -62,6 +61,7 @@ impl LimitValues {
         self.values.get(i)?.get().map(Kept::get)
     }
 
+    /// The `RateLimit` value of `reports`, if it is one this table holds.
     pub(crate) fn get(&self, reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
         let [report] = reports else { return None };
         let d = report.decision;
