@@ -10,11 +10,12 @@
 //! cargo bench --bench http_load -- --inrepo    # also the in-repo generator
 //! cargo bench --bench http_load -- --redis     # also the layer on a RedisStore
 //! cargo bench --bench http_load -- --allocs    # and the server's allocations per request
+//! cargo bench --bench http_load -- --server-threads 1   # the server on one worker thread
 //! cargo bench --bench http_load -- --only floodgate --rounds 1 --secs 20   # to profile one app
 //! ```
 //!
 //! The apps, each on its own loopback port, served by one tokio runtime
-//! (threads named `srv`, 2 workers):
+//! (threads named `srv`, 2 workers unless `--server-threads`):
 //!
 //! - `plain`: `GET /` answers "hello";
 //! - `floodgate`: the same behind `RateLimitLayer` (GCRA 1000/s per key,
@@ -111,6 +112,9 @@ struct Opts {
     /// Only these apps (for profiling one); the table then has no ratios
     /// unless `plain` is among them.
     only: Option<Vec<String>>,
+    /// The server runtime's worker threads (2: one per core here; 1 takes
+    /// the sharing between cores out of the comparison).
+    server_threads: usize,
 }
 
 impl Opts {
@@ -123,6 +127,7 @@ impl Opts {
             redis: false,
             allocs: false,
             only: None,
+            server_threads: 2,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -138,6 +143,9 @@ impl Opts {
                 "--inrepo" => o.inrepo = true,
                 "--redis" => o.redis = true,
                 "--allocs" => o.allocs = true,
+                "--server-threads" => {
+                    o.server_threads = num().expect("--server-threads N") as usize;
+                }
                 "--only" => {
                     o.only = Some(
                         args.next()
@@ -149,7 +157,7 @@ impl Opts {
                 }
                 "--bench" => {}
                 other => panic!(
-                    "unknown argument {other}; use --quick, --rounds N, --secs S, --conns N, --inrepo, --redis, --allocs, --only a,b"
+                    "unknown argument {other}; use --quick, --rounds N, --secs S, --conns N, --server-threads N, --inrepo, --redis, --allocs, --only a,b"
                 ),
             }
         }
@@ -377,7 +385,7 @@ fn main() {
     }
     let redis = opts.redis.then(Redis::from_env_or_start);
     let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(opts.server_threads)
         .thread_name("srv")
         .enable_all()
         .build()
