@@ -134,8 +134,9 @@ impl App {
         ])
     }
 
-    /// The clone of the calling thread: the first two threads that call
-    /// get one each (the tables run at most two).
+    /// The clone of the calling thread: threads take the two clones in
+    /// turn, in the order of their first call, so two threads started
+    /// together (the tables run at most two) get one each.
     fn mine(&self) -> &std::sync::Mutex<Router> {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);
