@@ -49,6 +49,27 @@ impl LimitValues {
     /// The kept value of `d`, a decision of this very limit (the caller
     /// knows: it is the limiter's one own limit), if the table holds it.
     pub(crate) fn own(&self, d: &Decision) -> Option<HeaderValue> {
+        self.slot(d)?.get().map(Kept::get)
+    }
+
+    /// The `RateLimit` value of `reports`, if it is one this table holds.
+    pub(crate) fn get(&self, reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
+        let [report] = reports else { return None };
+        let d = report.decision;
+        if d.is_degraded() || report.name != &*self.name {
+            return None;
+        }
+        let slot = self.slot(d)?;
+        if let Some(value) = slot.get() {
+            return Some(value.get());
+        }
+        let value = Kept::new(limit_field(reports)?);
+        Some(slot.get_or_init(|| value).get())
+    }
+
+    /// Where the value of `d` is kept, if the table has a place for it:
+    /// by how far below the limit it leaves the key, and by its `t`.
+    fn slot(&self, d: &Decision) -> Option<&OnceLock<Kept>> {
         if d.limit() != self.limit {
             return None;
         }
@@ -57,29 +78,8 @@ impl LimitValues {
         if below >= self.span || t > self.max_t {
             return None;
         }
-        let i = usize::try_from(t * self.span + below).ok()?;
-        self.values.get(i)?.get().map(Kept::get)
-    }
-
-    /// The `RateLimit` value of `reports`, if it is one this table holds.
-    pub(crate) fn get(&self, reports: &[LimitReport<'_>]) -> Option<HeaderValue> {
-        let [report] = reports else { return None };
-        let d = report.decision;
-        if d.is_degraded() || d.limit() != self.limit || report.name != &*self.name {
-            return None;
-        }
-        let below = self.limit.checked_sub(d.remaining())?;
-        let t = ceil_secs(report.wait());
-        if below >= self.span || t > self.max_t {
-            return None;
-        }
-        let i = usize::try_from(t * self.span + below).ok()?;
-        let slot = self.values.get(i)?;
-        if let Some(value) = slot.get() {
-            return Some(value.get());
-        }
-        let value = Kept::new(limit_field(reports)?);
-        Some(slot.get_or_init(|| value).get())
+        self.values
+            .get(usize::try_from(t * self.span + below).ok()?)
     }
 }
 
@@ -108,7 +108,9 @@ mod tests {
         {
             let d = Decision::within_limit(100, r, Duration::from_millis(ms));
             let reports = [LimitReport::new("api", QUOTA, &d)];
+            assert_eq!(values.own(&d), None, "not held before it is written");
             let first = values.get(&reports).expect("held");
+            assert_eq!(values.own(&d).as_ref(), Some(&first), "the same slot");
             assert_eq!(Some(&first), limit_field(&reports).as_ref());
             assert_eq!(held(&values), i + 1, "built once, then held");
             let again = values.get(&reports).unwrap();
