@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, MutexGuard};
+use parking_lot::{Mutex as ShardLock, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Default bound on the number of keys held at once.
 pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(1_000_000).unwrap();
@@ -128,7 +129,7 @@ struct Inner {
 /// A shard on cache lines of its own: two cores deciding keys of
 /// neighbouring shards do not take each other's lines.
 #[repr(align(128))]
-struct Padded(Mutex<Shard>);
+struct Padded(ShardLock<Shard>);
 
 impl MemoryStore {
     /// A store holding at most [`DEFAULT_MAX_KEYS`] keys.
@@ -152,7 +153,7 @@ impl MemoryStore {
         let max_per_shard = max_keys / shards;
         let hasher = Hasher::default();
         let shards = (0..shards)
-            .map(|i| Padded(Mutex::new(Shard::new(max_per_shard, hasher.hash_one(i)))))
+            .map(|i| Padded(ShardLock::new(Shard::new(max_per_shard, hasher.hash_one(i)))))
             .collect();
         Self {
             inner: Arc::new(Inner {
@@ -338,9 +339,8 @@ impl std::fmt::Debug for Inner {
     }
 }
 
-/// A poisoned shard only means another thread panicked mid-decision; the
-/// state is still a valid map, so keep serving.
+/// A shard's lock. It does not poison: a thread that panicked mid-decision
+/// leaves a valid map, so the others keep serving.
 fn lock(m: &Padded) -> MutexGuard<'_, Shard> {
     m.0.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
