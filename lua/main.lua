@@ -62,21 +62,40 @@ local function floodgate(KEYS, ARGV)
 end
 -- Many decisions in one call: each request all or nothing by itself, and
 -- apart from the others (one's denial or error never charges or denies
--- another). ARGV[1] = m; ARGV[2j], ARGV[2j + 1] = request j's number of
--- keys and of arguments; then each request's KEYS and ARGV, in turn. Reply:
--- request j's reply as floodgate() gives it, or an error for it alone.
+-- another). Requests of one limiter at one moment send the same ARGV, so
+-- each distinct ARGV comes once, its numbers parsed once, and a request
+-- names its own by number. ARGV[1] = m requests, ARGV[2] = u distinct
+-- ARGV; then each of the u as its length and its arguments (as
+-- floodgate() takes them); then, for each request j, the number of its
+-- ARGV. Request j's keys follow request j - 1's (as many as its ARGV has
+-- limits). Reply: request j's reply as floodgate() gives it, or an error
+-- for it alone.
 local function many(KEYS, ARGV)
   if not call then bind() end
   call_now = nil
-  local m = ARGV[1] + 0
+  local m, u = ARGV[1] + 0, ARGV[2] + 0
+  local lists, a = {}, 2
+  for i = 1, u do
+    local na = ARGV[a + 1] + 0
+    local list = {}
+    -- Numbers become numbers here, once; the mode, the algorithms' names
+    -- and '' (the server's clock) stay strings: decide() reads both.
+    for x = 1, na do
+      local v = ARGV[a + 1 + x]
+      list[x] = tonumber(v) or v
+    end
+    lists[i] = list
+    a = a + 1 + na
+  end
   local replies = {}
-  local k, a = 0, 1 + 2 * m
+  local k = 0
   for j = 1, m do
-    local nk, na = ARGV[2 * j] + 0, ARGV[2 * j + 1] + 0
+    local list = lists[ARGV[a + j] + 0]
+    local nk = (#list - 3) / 3
     -- decide() writes only after deciding every key: an error leaves its
     -- request's keys as they were.
-    local ok, r = pcall(decide, KEYS, ARGV, k, a, nk)
-    k, a = k + nk, a + na
+    local ok, r = pcall(decide, KEYS, list, k, 0, nk)
+    k = k + nk
     if ok then
       replies[j] = r
     elseif type(r) == 'table' and r.err then

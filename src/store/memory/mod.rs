@@ -6,12 +6,12 @@ mod shard;
 use self::shard::{Hasher, Shard, Slot, Step, HASHED};
 use super::key::bounded;
 use super::{Answer, Backend, Batch, Namespace, Reply, Store};
+use parking_lot::{Mutex as ShardLock, MutexGuard};
 use smallvec::{smallvec, SmallVec};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::num::NonZeroUsize;
-use parking_lot::{Mutex as ShardLock, MutexGuard};
 use std::sync::{Arc, Mutex};
 
 /// Default bound on the number of keys held at once.
@@ -153,7 +153,8 @@ impl MemoryStore {
         let max_per_shard = max_keys / shards;
         let hasher = Hasher::default();
         let shards = (0..shards)
-            .map(|i| Padded(ShardLock::new(Shard::new(max_per_shard, hasher.hash_one(i)))))
+            .map(|i| Shard::new(max_per_shard, hasher.hash_one(i)))
+            .map(|shard| Padded(ShardLock::new(shard)))
             .collect();
         Self {
             inner: Arc::new(Inner {

@@ -196,7 +196,9 @@ async fn all_gave_up(group: &mut [Waiting]) {
 type KeysAndArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
 
 /// The `FCALL` of `many` for the requests of `group`, each given by its own
-/// `FCALL` of `floodgate`: `FCALL name_many K keys... m (nk na)... args...`.
+/// `FCALL` of `floodgate`: `FCALL name_many K keys... m u (na args...)...
+/// (index)...`, each distinct ARGV once (the requests of one limiter at
+/// one moment share theirs) and each request naming its own.
 fn many(group: &[Waiting]) -> Cmd {
     let parts: Vec<KeysAndArgs<'_>> = group
         .iter()
@@ -213,6 +215,18 @@ fn many(group: &[Waiting]) -> Cmd {
             (keys, args.collect())
         })
         .collect();
+    // The distinct ARGV, and each request's (1-based, as Lua counts).
+    let mut distinct: Vec<&[&[u8]]> = Vec::new();
+    let mut index = Vec::with_capacity(parts.len());
+    for (_, args) in &parts {
+        let i = if let Some(i) = distinct.iter().position(|d| *d == args.as_slice()) {
+            i
+        } else {
+            distinct.push(args);
+            distinct.len() - 1
+        };
+        index.push(i + 1);
+    }
     let keys: usize = parts.iter().map(|(k, _)| k.len()).sum();
     let mut cmd = redis::cmd("FCALL");
     cmd.arg(&MANY.name).arg(keys);
@@ -221,14 +235,50 @@ fn many(group: &[Waiting]) -> Cmd {
             cmd.arg(*key);
         }
     }
-    cmd.arg(group.len());
-    for (k, a) in &parts {
-        cmd.arg(k.len()).arg(a.len());
-    }
-    for (_, a) in &parts {
-        for arg in a {
+    cmd.arg(group.len()).arg(distinct.len());
+    for args in distinct {
+        cmd.arg(args.len());
+        for arg in args {
             cmd.arg(*arg);
         }
     }
+    for i in index {
+        cmd.arg(i);
+    }
     cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(key: &str, cost: u64) -> Waiting {
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(&DECIDE.name).arg(1).arg(key);
+        cmd.arg("")
+            .arg("check")
+            .arg(cost)
+            .arg("gcra")
+            .arg(10)
+            .arg(100);
+        Waiting {
+            cmd,
+            slot: None,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn each_distinct_argv_goes_once_and_each_request_names_its_own() {
+        let group = [waiting("a", 1), waiting("b", 2), waiting("c", 1)];
+        let mut want = redis::cmd("FCALL");
+        want.arg(&MANY.name).arg(3).arg("a").arg("b").arg("c");
+        want.arg(3).arg(2);
+        for cost in [1, 2] {
+            want.arg(6).arg("").arg("check").arg(cost);
+            want.arg("gcra").arg(10).arg(100);
+        }
+        want.arg(1).arg(2).arg(1);
+        assert_eq!(many(&group).get_packed_command(), want.get_packed_command());
+    }
 }
