@@ -12,7 +12,10 @@
 local EPS = 1e-6
 -- 'backlog:ts', in one format call when both are whole.
 local function vs_state(b, ts)
-  if whole(b) and whole(ts) then return format('%d:%d', b, ts) end
+  -- whole(b) and whole(ts), inlined: a Lua call costs more than the test.
+  if b % 1 == 0 and b < 1e15 and ts % 1 == 0 and ts < 1e15 and ts > -1e15 then
+    return format('%d:%d', b, ts)
+  end
   return num(b) .. ':' .. num(ts)
 end
 local function virtual_schedule(o, key, burst, interval, refund, queue)
@@ -22,12 +25,15 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
   local backlog, ts = 0, now
   local v = call('GET', key)
   if v then
-    local colon = find(v, ':', 1, true)
-    backlog, ts = sub(v, 1, colon - 1) + 0, sub(v, colon + 1) + 0
+    local b, t = match(v, '^([^:]*):(.*)$')
+    backlog, ts = b + 0, t + 0
   end
   local elapsed = now - ts
   if elapsed < 0 then elapsed = 0 end
-  backlog = max(0, backlog - elapsed)
+  -- max(0, backlog - elapsed) without the call (NaN, from foreign
+  -- digits, becomes 0 as max() makes it).
+  backlog = backlog - elapsed
+  if not (backlog > 0) then backlog = 0 end
   if ts < now then ts = now end
   if refund then
     local b = max(0, backlog - cost * interval)

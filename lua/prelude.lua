@@ -12,10 +12,10 @@
 
 -- Library functions as upvalues, bound by the first call (a library
 -- cannot reach them while it loads): a global is a table lookup on every use.
-local floor, ceil, max, min, find, format, len, sub, tonumber, call
+local floor, ceil, max, min, find, format, len, sub, match, tonumber, call
 local function bind()
   floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
-  find, format, len, sub = string.find, string.format, string.len, string.sub
+  find, format, len, sub, match = string.find, string.format, string.len, string.sub, string.match
   tonumber, call = _G.tonumber, redis.call
 end
 -- Set by each call before any algorithm runs (main.lua).
