@@ -14,9 +14,10 @@ end
 -- is decided at the same instant.
 local call_now
 -- One request: its `n` keys start after KEYS[k], its arguments after
--- ARGV[a] (0 and 0 for a call of its own; many() reads each request in
--- place, copying nothing).
-local function decide(KEYS, ARGV, k, a, n)
+-- ARGV[a] (0 and 0 for a call of its own); its reply goes into `into`
+-- after index `o` (many() gives every request the one table it answers),
+-- or into a table of its own.
+local function decide(KEYS, ARGV, k, a, n, into, o)
   -- ARGV are numbers written by the client: `+ 0` parses them once, where
   -- tonumber() parses twice.
   if ARGV[a + 1] ~= '' then
@@ -34,18 +35,24 @@ local function decide(KEYS, ARGV, k, a, n)
   local refund = mode == 'refund'
   if n == 1 then
     -- Sized at once: no rehash while the reply is put.
-    out = {0, 0, 0, 0, 0, 0}
+    out = into or {0, 0, 0, 0, 0, 0}
     local key, p1, p2 = KEYS[k + 1], ARGV[a + 5] + 0, ARGV[a + 6] + 0
-    local w, t = ALG[ARGV[a + 4]](0, key, p1, p2, refund)
-    if w and out[1] == 1 and mode ~= 'peek' then write(key, w, t, p1, p2) end
+    local w, t = ALG[ARGV[a + 4]](o, key, p1, p2, refund)
+    if w and out[o + 1] == 1 and mode ~= 'peek' then
+      if w == LOG_ADD or w == LOG_DROP then
+        write(key, w, t, p1, p2)
+      else
+        call('SET', key, w, 'PX', format('%d', t))
+      end
+    end
     return out
   end
-  out = {}
+  out = into or {}
   local ws, ts, all = {}, {}, true
   for i = 1, n do
     local b = a + 3 * i
-    ws[i], ts[i] = ALG[ARGV[b + 1]](6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund)
-    if out[6 * i - 5] == 0 then all = false end
+    ws[i], ts[i] = ALG[ARGV[b + 1]](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund)
+    if out[o + 6 * i - 5] == 0 then all = false end
   end
   if all and mode ~= 'peek' then
     for i = 1, n do
@@ -58,7 +65,7 @@ end
 local function floodgate(KEYS, ARGV)
   if not call then bind() end
   call_now = nil
-  return decide(KEYS, ARGV, 0, 0, #KEYS)
+  return decide(KEYS, ARGV, 0, 0, #KEYS, nil, 0)
 end
 -- Many decisions in one call: each request all or nothing by itself, and
 -- apart from the others (one's denial or error never charges or denies
@@ -68,8 +75,11 @@ end
 -- ARGV; then each of the u as its length and its arguments (as
 -- floodgate() takes them); then, for each request j, the number of its
 -- ARGV. Request j's keys follow request j - 1's (as many as its ARGV has
--- limits). Reply: request j's reply as floodgate() gives it, or an error
--- for it alone.
+-- limits). Reply: one array, each request's part in turn: its reply as
+-- floodgate() gives it (six numbers a key), or in one place an error for
+-- it alone. (An array of arrays would cost Redis more: it looks for the
+-- fields of special replies, `err`, `ok`, `double` and four more, in
+-- every table it answers.)
 local function many(KEYS, ARGV)
   if not call then bind() end
   call_now = nil
@@ -87,21 +97,25 @@ local function many(KEYS, ARGV)
     lists[i] = list
     a = a + 1 + na
   end
-  local replies = {}
-  local k = 0
+  local replies, o, k = {}, 0, 0
   for j = 1, m do
     local list = lists[ARGV[a + j] + 0]
     local nk = (#list - 3) / 3
     -- decide() writes only after deciding every key: an error leaves its
     -- request's keys as they were.
-    local ok, r = pcall(decide, KEYS, list, k, 0, nk)
+    local ok, r = pcall(decide, KEYS, list, k, 0, nk, replies, o)
     k = k + nk
     if ok then
-      replies[j] = r
-    elseif type(r) == 'table' and r.err then
-      replies[j] = r
+      o = o + 6 * nk
     else
-      replies[j] = {err = tostring(r)}
+      -- What it put before the error goes; the error takes one place.
+      for i = o + 2, o + 6 * nk do replies[i] = nil end
+      if type(r) == 'table' and r.err then
+        replies[o + 1] = r
+      else
+        replies[o + 1] = {err = tostring(r)}
+      end
+      o = o + 1
     end
   end
   return replies

@@ -147,23 +147,18 @@ async fn run<T: Transport>(
 /// the connection's watch sees it, and a store that stopped answering holds
 /// no call of this task's.
 async fn send<T: Transport>(remote: &Remote<T>, mut group: Vec<Waiting>) {
-    let n = group.len();
-    let (function, cmd) = match group.as_mut_slice() {
-        [one] => (&*DECIDE, std::mem::replace(&mut one.cmd, Cmd::new())),
-        _ => (&*MANY, many(&group)),
+    let (function, cmd, keys) = if let [one] = group.as_mut_slice() {
+        (&*DECIDE, std::mem::replace(&mut one.cmd, Cmd::new()), None)
+    } else {
+        let (cmd, keys) = many(&group);
+        (&*MANY, cmd, Some(keys))
     };
     let call = async {
         let v = remote.invoke(function, &cmd).await?;
-        if n == 1 {
+        let Some(keys) = &keys else {
             return Ok(vec![v]);
-        }
-        match v {
-            Value::Array(replies) if replies.len() == n => Ok(replies),
-            other => Err(StoreError::new(
-                StoreErrorKind::Protocol,
-                format!("unexpected reply {other:?}"),
-            )),
-        }
+        };
+        split(v, keys)
     };
     let answered = tokio::select! {
         answered = call => answered,
@@ -195,11 +190,55 @@ async fn all_gave_up(group: &mut [Waiting]) {
 /// One request's keys and ARGV.
 type KeysAndArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
 
+/// Each request's reply, out of the one array `many` answers: six integers
+/// a key, or one error, for each request in turn (`keys`: how many keys
+/// each has).
+fn split(v: Value, keys: &[usize]) -> Result<Vec<Value>, StoreError> {
+    let unexpected = |what: &str| {
+        StoreError::new(
+            StoreErrorKind::Protocol,
+            format!(
+                "unexpected reply to {} decisions in one call: {what}",
+                keys.len()
+            ),
+        )
+    };
+    let Value::Array(items) = v else {
+        return Err(unexpected(&format!("{v:?}")));
+    };
+    let mut items = items.into_iter();
+    let mut replies = Vec::with_capacity(keys.len());
+    for &n in keys {
+        if n == 0 {
+            replies.push(Value::Array(Vec::new()));
+            continue;
+        }
+        match items.next() {
+            Some(e @ Value::ServerError(_)) => replies.push(e),
+            Some(first) => {
+                let mut ints = Vec::with_capacity(6 * n);
+                ints.push(first);
+                ints.extend(items.by_ref().take(6 * n - 1));
+                if ints.len() != 6 * n {
+                    return Err(unexpected("too short"));
+                }
+                replies.push(Value::Array(ints));
+            }
+            None => return Err(unexpected("too short")),
+        }
+    }
+    match items.next() {
+        None => Ok(replies),
+        Some(_) => Err(unexpected("too long")),
+    }
+}
+
 /// The `FCALL` of `many` for the requests of `group`, each given by its own
 /// `FCALL` of `floodgate`: `FCALL name_many K keys... m u (na args...)...
 /// (index)...`, each distinct ARGV once (the requests of one limiter at
-/// one moment share theirs) and each request naming its own.
-fn many(group: &[Waiting]) -> Cmd {
+/// one moment share theirs) and each request naming its own; and how many
+/// keys each request has.
+fn many(group: &[Waiting]) -> (Cmd, Vec<usize>) {
     let parts: Vec<KeysAndArgs<'_>> = group
         .iter()
         .map(|w| {
@@ -245,7 +284,7 @@ fn many(group: &[Waiting]) -> Cmd {
     for i in index {
         cmd.arg(i);
     }
-    cmd
+    (cmd, parts.iter().map(|(k, _)| k.len()).collect())
 }
 
 #[cfg(test)]
@@ -279,6 +318,24 @@ mod tests {
             want.arg("gcra").arg(10).arg(100);
         }
         want.arg(1).arg(2).arg(1);
-        assert_eq!(many(&group).get_packed_command(), want.get_packed_command());
+        let (cmd, keys) = many(&group);
+        assert_eq!(cmd.get_packed_command(), want.get_packed_command());
+        assert_eq!(keys, [1, 1, 1]);
+    }
+
+    #[test]
+    fn the_one_array_splits_into_each_requests_reply() {
+        let ints = |from: i64, n: i64| (from..from + n).map(Value::Int).collect::<Vec<_>>();
+        let error = || redis::parse_redis_value(b"-ERR boom\r\n").unwrap();
+        let mut flat = ints(0, 6);
+        flat.push(error());
+        flat.extend(ints(6, 12));
+        let replies = split(Value::Array(flat.clone()), &[1, 1, 2]).unwrap();
+        assert_eq!(replies[0], Value::Array(ints(0, 6)));
+        assert!(matches!(replies[1], Value::ServerError(_)));
+        assert_eq!(replies[2], Value::Array(ints(6, 12)));
+        assert!(split(Value::Array(flat.clone()), &[1, 1, 3]).is_err());
+        assert!(split(Value::Array(flat), &[1, 1, 1]).is_err());
+        assert!(split(Value::Nil, &[1]).is_err());
     }
 }
