@@ -8,7 +8,8 @@
 # (start-up and the library load cancel out). Deterministic, unlike time on
 # a shared machine.
 #
-#   benches/many_cost.sh              # token bucket, fixed window, GCRA, sliding window (~2 min)
+#   benches/many_cost.sh              # token bucket, fixed window, GCRA, sliding window, and
+#                                     # the lesson's token-bucket script (~2.5 min)
 #   benches/many_cost.sh tb           # one algorithm (tb, fw, gcra, sw)
 #   KEYS_RANGE=200 benches/many_cost.sh   # keys that exist already (default 10 000: mostly new)
 #
@@ -40,7 +41,12 @@ run() {
   redis-cli -p "$port" function load "$(cat "$WORK/library.lua")" >/dev/null
   local key='fg:{__rand_int__}'
   local args=(1790000000000 check 1 "$alg" 1000 1000)
-  if [ "$mode" = one ]; then
+  if [ "$mode" = lesson ]; then
+    local sha
+    sha=$(redis-cli -p "$port" script load "$(cat tests/baseline/textbook_token_bucket.lua)")
+    redis-benchmark -p "$port" -c 4 -P 16 -n "$n" -r "$RANGE" --csv \
+      EVALSHA "$sha" 1 'lesson:{__rand_int__}' 1000 1000 1790000000000 1 >/dev/null 2>&1
+  elif [ "$mode" = one ]; then
     redis-benchmark -p "$port" -c 4 -P 16 -n "$n" -r "$RANGE" --csv \
       FCALL cost_one 1 "$key" "${args[@]}" >/dev/null 2>&1
   else
@@ -72,3 +78,9 @@ for alg in ${1:-tb fw gcra sw}; do
   many=$(per_decision "$alg" many)
   echo "| $alg | $one | $many | $(python3 -c "print(f'{$many / $one:.3f}')") |"
 done
+# The baseline of the throughput row: what Redis spends on one call of the
+# reference lesson's one-key token-bucket script (tests/baseline/), as
+# `cargo bench --bench loadgen` runs it under redis-benchmark -P16.
+lesson=$(per_decision tb lesson)
+echo
+echo "the lesson's token-bucket script: $lesson instructions a call"
