@@ -52,9 +52,8 @@ run() {
   else
     local m=(16)
     for _ in $(seq 16); do m+=("$key"); done
-    # 16 requests of one limiter: one ARGV of 6, named by each request.
+    # 16 requests of one limiter: one ARGV of 6 for all.
     m+=(16 1 6 "${args[@]}")
-    for _ in $(seq 16); do m+=(1); done
     redis-benchmark -p "$port" -c 4 -P 16 -n $((n / 16)) -r "$RANGE" --csv \
       FCALL cost_many "${m[@]}" >/dev/null 2>&1
   fi

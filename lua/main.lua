@@ -74,8 +74,8 @@ end
 -- names its own by number. ARGV[1] = m requests, ARGV[2] = u distinct
 -- ARGV; then each of the u as its length and its arguments (as
 -- floodgate() takes them); then, for each request j, the number of its
--- ARGV. Request j's keys follow request j - 1's (as many as its ARGV has
--- limits). Reply: one array, each request's part in turn: its reply as
+-- ARGV (none when u = 1: every request has the one). Request j's keys
+-- follow request j - 1's (as many as its ARGV has limits). Reply: one array, each request's part in turn: its reply as
 -- floodgate() gives it (six numbers a key), or in one place an error for
 -- it alone. (An array of arrays would cost Redis more: it looks for the
 -- fields of special replies, `err`, `ok`, `double` and four more, in
@@ -99,7 +99,8 @@ local function many(KEYS, ARGV)
   end
   local replies, o, k = {}, 0, 0
   for j = 1, m do
-    local list = lists[ARGV[a + j] + 0]
+    local list = lists[1]
+    if u > 1 then list = lists[ARGV[a + j] + 0] end
     local nk = (#list - 3) / 3
     -- decide() writes only after deciding every key: an error leaves its
     -- request's keys as they were.

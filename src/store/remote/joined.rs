@@ -236,8 +236,8 @@ fn split(v: Value, keys: &[usize]) -> Result<Vec<Value>, StoreError> {
 /// The `FCALL` of `many` for the requests of `group`, each given by its own
 /// `FCALL` of `floodgate`: `FCALL name_many K keys... m u (na args...)...
 /// (index)...`, each distinct ARGV once (the requests of one limiter at
-/// one moment share theirs) and each request naming its own; and how many
-/// keys each request has.
+/// one moment share theirs) and each request naming its own (when there
+/// are several); and how many keys each request has.
 fn many(group: &[Waiting]) -> (Cmd, Vec<usize>) {
     let parts: Vec<KeysAndArgs<'_>> = group
         .iter()
@@ -274,6 +274,7 @@ fn many(group: &[Waiting]) -> (Cmd, Vec<usize>) {
             cmd.arg(*key);
         }
     }
+    let several = distinct.len() > 1;
     cmd.arg(group.len()).arg(distinct.len());
     for args in distinct {
         cmd.arg(args.len());
@@ -281,8 +282,11 @@ fn many(group: &[Waiting]) -> (Cmd, Vec<usize>) {
             cmd.arg(*arg);
         }
     }
-    for i in index {
-        cmd.arg(i);
+    // With one ARGV for all, no request needs to name it.
+    if several {
+        for i in index {
+            cmd.arg(i);
+        }
     }
     (cmd, parts.iter().map(|(k, _)| k.len()).collect())
 }
@@ -321,6 +325,21 @@ mod tests {
         let (cmd, keys) = many(&group);
         assert_eq!(cmd.get_packed_command(), want.get_packed_command());
         assert_eq!(keys, [1, 1, 1]);
+        // One ARGV for all: no request names it.
+        let group = [waiting("a", 1), waiting("b", 1)];
+        let mut want = redis::cmd("FCALL");
+        want.arg(&MANY.name).arg(2).arg("a").arg("b").arg(2).arg(1);
+        want.arg(6)
+            .arg("")
+            .arg("check")
+            .arg(1)
+            .arg("gcra")
+            .arg(10)
+            .arg(100);
+        assert_eq!(
+            many(&group).0.get_packed_command(),
+            want.get_packed_command()
+        );
     }
 
     #[test]
