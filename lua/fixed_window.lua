@@ -5,7 +5,7 @@ local function fw_pack(width, idx, c)
   return num(idx) .. format(pad(width), c)
 end
 ALG.fw = function(o, key, limit, window, refund)
-  local width = width_of(limit)
+  local width = WIDTH[limit] or width_of(limit)
   local idx = floor(now / window)
   local reset = (idx + 1) * window - now
   local count = 0

@@ -67,10 +67,17 @@ local function pack_fmt(width, n)
 end
 -- Counters are packed into one integer, the window index then each count in
 -- as many digits as the limit has, so Redis stores the value as a bare integer.
+-- Remembered for each limit met (a limiter's own, so a handful): a table
+-- lookup costs less than the call and the count.
+local WIDTH = {}
 local function width_of(limit)
+  local w = WIDTH[limit]
+  if w then return w end
   -- Counted, not printed: formatting costs more than the whole decision.
-  local w, p = 1, 10
+  local p
+  w, p = 1, 10
   while limit >= p do w, p = w + 1, p * 10 end
+  WIDTH[limit] = w
   return w
 end
 -- Each algorithm: ALG.name(o, key, p1, p2, refund) puts its reply at `o` and

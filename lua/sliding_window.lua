@@ -29,7 +29,7 @@ local function sw_pack(width, idx, c, p)
   return num(idx) .. format(f, c) .. format(f, p)
 end
 ALG.sw = function(o, key, limit, window, refund)
-  local width = width_of(limit)
+  local width = WIDTH[limit] or width_of(limit)
   local idx = floor(now / window)
   local cur, prev = 0, 0
   local v = call('GET', key)
