@@ -56,6 +56,6 @@ end
 
 -- GCRA (generic cell rate algorithm), as go-redis/redis_rate and governor:
 -- one emission every `interval` ms, `burst` at once from rest.
-ALG.gcra = function(o, key, burst, interval, refund)
-  return virtual_schedule(o, key, burst, interval, refund, false)
-end
+-- The schedule itself, called as every algorithm is: its `queue` is nil,
+-- so no delay (a wrapper would cost a Lua call a decision).
+ALG.gcra = virtual_schedule
