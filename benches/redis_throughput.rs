@@ -107,7 +107,8 @@ async fn main() {
             .arg(1)
             .arg("tb")
             .arg(1u64 << 30)
-            .arg("1000000000");
+            // One token every 1000 / 1e9 ms: a rate of 10^9 a second.
+            .arg("0.000001");
         cmd
     };
     let (mut ours, mut raw) = (Vec::new(), Vec::new());

@@ -136,9 +136,20 @@ pub(super) fn command(batch: &Batch<'_>) -> Call {
             | Spec::SlidingWindow { limit, window_ms } => {
                 cmd.arg(limit).arg(window_ms);
             }
-            Spec::TokenBucket { capacity, rate, .. } | Spec::LeakyBucket { capacity, rate, .. } => {
+            // The time a unit takes, as the twin computes it (the buckets'
+            // 1000 / rate): the code needs no division of its own.
+            Spec::TokenBucket {
+                capacity,
+                interval_ms,
+                ..
+            }
+            | Spec::LeakyBucket {
+                capacity,
+                interval_ms,
+                ..
+            } => {
                 cmd.arg(capacity);
-                arg_f64(&mut cmd, rate);
+                arg_f64(&mut cmd, interval_ms);
             }
             Spec::Gcra {
                 burst, interval_ms, ..
@@ -266,9 +277,16 @@ mod tests {
             | Spec::SlidingWindow { limit, window_ms } => {
                 [limit.to_string(), window_ms.to_string()]
             }
-            Spec::TokenBucket { capacity, rate, .. } | Spec::LeakyBucket { capacity, rate, .. } => {
-                [capacity.to_string(), rate.to_string()]
+            Spec::TokenBucket {
+                capacity,
+                interval_ms,
+                ..
             }
+            | Spec::LeakyBucket {
+                capacity,
+                interval_ms,
+                ..
+            } => [capacity.to_string(), interval_ms.to_string()],
             Spec::Gcra {
                 burst, interval_ms, ..
             } => [burst.to_string(), interval_ms.to_string()],
