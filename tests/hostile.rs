@@ -36,7 +36,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The limit (capacity, burst) of every algorithm here.
 const LIMIT: u64 = 5;
@@ -185,18 +185,12 @@ async fn hostile_keys_are_bounded_separate_and_exact() {
             store, &p, &clock,
         );
         for (i, key) in keys.iter().enumerate() {
-            let start = Instant::now();
             // Each key is a fresh bucket: nothing another key did counts.
             assert_eq!(
                 drain(&check, key).await,
                 LIMIT,
                 "{store_name}: key #{i} ({} bytes)",
                 key.len()
-            );
-            assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "{store_name}: key #{i} took {:?}",
-                start.elapsed()
             );
             // A well-behaved neighbour is charged exactly once per check.
             let d = check("neighbour".into(), 0).await.unwrap();
@@ -623,7 +617,10 @@ fn chain(entry: &str, n: usize) -> String {
 }
 
 /// 100 000 entries, straight into the extractor (no HTTP server limits):
-/// the walk looks at the right-most 65 at most, in bounded time.
+/// the walk looks at the right-most 65 at most, so whatever is left of
+/// them (forged entries, garbage) changes nothing. (Its cost is not timed
+/// here: a walk of the whole chain would still give these answers, but a
+/// quadratic one would not finish.)
 #[test]
 fn forwarded_for_chains_of_100k_entries_cost_bounded_work() {
     let peer = SocketAddr::from(([127, 0, 0, 1], 40000));
@@ -639,37 +636,38 @@ fn forwarded_for_chains_of_100k_entries_cost_bounded_work() {
     let fwd = ClientIp::new()
         .trust_loopback()
         .proxy_header(ProxyHeader::Forwarded);
-    let timed = |f: &dyn Fn() -> Result<String, KeyRejection>| {
-        let start = Instant::now();
-        let out = f();
-        let took = start.elapsed();
-        assert!(took < Duration::from_secs(2), "took {took:?}");
-        out
-    };
     // Forged entries on the left, the real client right of our proxy.
     let forged = format!("{}, 203.0.113.9, 127.0.0.2", chain("6.6.6.6", 100_000));
     let r = req("x-forwarded-for", forged);
     assert_eq!(
-        timed(&|| xff.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        xff.extract(&r).map(std::borrow::Cow::into_owned).unwrap(),
         "203.0.113.9"
     );
+    // A client address left of 65 trusted hops is past the walk's reach:
+    // the answer is the one of the 65 alone (too long a chain), not it.
+    let tail = chain("127.0.0.3", 65);
+    let beyond = format!("{}, {tail}", chain("203.0.113.9", 100_000));
+    let r = req("x-forwarded-for", beyond);
+    let alone = req("x-forwarded-for", tail);
+    assert_eq!(xff.extract(&r).unwrap(), "127.0.0.3");
+    assert_eq!(xff.extract(&r), xff.extract(&alone));
     // 100 000 trusted hops: too long a chain, the last trusted proxy.
     let r = req("x-forwarded-for", chain("127.0.0.3", 100_000));
     assert_eq!(
-        timed(&|| xff.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        xff.extract(&r).map(std::borrow::Cow::into_owned).unwrap(),
         "127.0.0.3"
     );
     let reject = xff.clone().on_broken_chain(BrokenChain::Reject);
-    assert!(
-        timed(&|| reject.extract(&r).map(std::borrow::Cow::into_owned))
-            .unwrap_err()
-            .reason()
-            .contains("more than 64")
-    );
+    assert!(reject
+        .extract(&r)
+        .map(std::borrow::Cow::into_owned)
+        .unwrap_err()
+        .reason()
+        .contains("more than 64"));
     // Garbage, 100 000 times.
     let r = req("x-forwarded-for", chain("{}garbage\u{e9}", 100_000));
     assert_eq!(
-        timed(&|| xff.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        xff.extract(&r).map(std::borrow::Cow::into_owned).unwrap(),
         "127.0.0.1"
     );
     // The same for Forwarded, which is tokenized from the left.
@@ -679,17 +677,17 @@ fn forwarded_for_chains_of_100k_entries_cost_bounded_work() {
     );
     let r = req("forwarded", forged);
     assert_eq!(
-        timed(&|| fwd.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        fwd.extract(&r).map(std::borrow::Cow::into_owned).unwrap(),
         "203.0.113.9"
     );
     let r = req("forwarded", chain("for=\"[::1]:80\"", 100_000));
     assert_eq!(
-        timed(&|| fwd.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        fwd.extract(&r).map(std::borrow::Cow::into_owned).unwrap(),
         "::/64"
     );
     let r = req("forwarded", chain("for=\"x", 100_000));
     assert_eq!(
-        timed(&|| fwd.extract(&r).map(std::borrow::Cow::into_owned)).unwrap(),
+        fwd.extract(&r).map(std::borrow::Cow::into_owned).unwrap(),
         "127.0.0.1"
     );
 }
@@ -702,9 +700,7 @@ async fn http_forwarded_for_chains_of_100k_entries() {
         let base = serve(app(store, ClientIp::new().trust_loopback())).await;
         // 100 000 trusted hops (`::1`): the last trusted one is the key.
         let long = chain("::1", 100_000);
-        let start = Instant::now();
         assert_exact_over_http(&base, "x-forwarded-for", &long).await;
-        assert!(start.elapsed() < Duration::from_secs(10));
         // Forged entries on the left never reach the key.
         let forged = format!("{},203.0.113.9", chain("1::", 99_999));
         assert_exact_over_http(&base, "x-forwarded-for", &forged).await;
