@@ -153,6 +153,12 @@
 //! release must follow its acquire). `tests/many_per_call.rs` checks that
 //! decisions made many per call are the decisions made one call each.
 //!
+//! What it saves: at 16 decisions a call, Redis spends about 0.7× the
+//! instructions a decision of one call each (counted by
+//! `benches/many_cost.sh`; the rest is each decision's own `GET`, `SET`
+//! and arithmetic), and the client sends and reads one command instead of
+//! 16. BENCHMARKS.md has the timed figures.
+//!
 //! # Keys floodgate did not write
 //!
 //! floodgate's keys are `{prefix}:{name}:{tag}:{<user key>}`: keep other
