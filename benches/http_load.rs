@@ -550,7 +550,19 @@ fn main() {
                     .collect::<Vec<_>>(),
             )
         };
+        // Apps left out by `--only` have no row, and ratios to them a dash.
+        let ran = |a: usize| runs[g][a].iter().any(|r| !r.rps.is_nan());
+        let shown = |a: usize, b: usize| {
+            if ran(b) {
+                format!("{:.3}", ratio(a, b))
+            } else {
+                "—".to_owned()
+            }
+        };
         for (a, name) in apps.iter().enumerate() {
+            if !ran(a) {
+                continue;
+            }
             let col =
                 |f: &dyn Fn(&Run) -> f64| median(&runs[g][a].iter().map(f).collect::<Vec<_>>());
             // The same ratio from CPU time per request (server + generator +
@@ -566,11 +578,12 @@ fn main() {
                     .collect::<Vec<_>>(),
             );
             println!(
-                "| {gen} | {name} | {} | {:.3} | {:.3} | {:.3} | {cpu_ratio:.3} | {} | {:.1} | {:.1} | {:.1} | {:.2} + {:.2} | {:.2} | {:.2} |",
+                "| {gen} | {name} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} + {:.2} | {:.2} | {:.2} |",
                 int(col(&|r| r.rps)),
-                ratio(a, 0),
-                ratio(a, 2),
-                ratio(a, 3),
+                shown(a, 0),
+                shown(a, 2),
+                shown(a, 3),
+                if ran(0) { format!("{cpu_ratio:.3}") } else { "—".to_owned() },
                 int(col(&|r| r.limited)),
                 col(&|r| r.server_us),
                 col(&|r| r.client_us),
