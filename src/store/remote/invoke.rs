@@ -212,28 +212,37 @@ impl<T: Transport> Backend for Remote<T> {
         let this = self.clone();
         // Joined with what else waits at this moment, in the order of the
         // calls (a lease's acquire and release are sent on their own).
-        let joined = (!function.ordered && self.shared.joiner.enabled())
-            .then(|| self.shared.joiner.join(self, cmd.clone()))
-            .flatten();
+        let sent = if !function.ordered && self.shared.joiner.enabled() {
+            match self.shared.joiner.join(self, cmd, n) {
+                Ok(answer) => Sent::Joined(answer),
+                Err(cmd) => Sent::Alone(cmd),
+            }
+        } else {
+            Sent::Alone(cmd)
+        };
         Answer::Later(Box::pin(async move {
             let mut undo = Undo {
                 remote: &this,
                 function,
                 cmd: undo,
             };
-            let v = match joined {
-                Some(answer) => answer.await.unwrap_or_else(|_| {
-                    Err(StoreError::unavailable(
-                        "the store's call ended with its runtime",
-                    ))
-                }),
-                None => this.invoke(function, &cmd).await,
+            let (answered, cmd) = match sent {
+                Sent::Joined(answer) => match answer.await {
+                    Ok(Ok(replies)) => return Ok(replies),
+                    Ok(Err((e, cmd))) => (Err(e), cmd),
+                    Err(_) => {
+                        return Err(StoreError::unavailable(
+                            "the store's call ended with its runtime",
+                        ))
+                    }
+                },
+                Sent::Alone(cmd) => (this.invoke(function, &cmd).await, cmd),
             };
             // Only a broken connection leaves it unknown whether the call ran.
-            if !matches!(&v, Err(e) if e.is_connection()) {
+            if !matches!(&answered, Err(e) if e.is_connection()) {
                 undo.cmd = None;
             }
-            let v = match v {
+            let v = match answered {
                 Err(e) if super::foreign::suspect(&e) => {
                     let keys = super::foreign::keys(&cmd, &zset);
                     return Err(super::foreign::diagnose(this.transport(), &keys, e).await);
@@ -245,6 +254,13 @@ impl<T: Transport> Backend for Remote<T> {
             })
         }))
     }
+}
+
+/// How a decision's call went out: with others (its answer to come), or
+/// on its own.
+enum Sent {
+    Joined(tokio::sync::oneshot::Receiver<super::joined::Answered>),
+    Alone(Cmd),
 }
 
 /// A lease's acquire given up on (its future dropped: the limiter's timeout

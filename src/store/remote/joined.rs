@@ -13,10 +13,11 @@
 
 use super::invoke::{Remote, Transport};
 use super::library::{DECIDE, MANY};
-use crate::store::{StoreError, StoreErrorKind};
+use crate::store::{Replies, StoreError, StoreErrorKind};
 use redis::cluster_routing::Slot;
 use redis::{Cmd, Value};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
@@ -32,10 +33,16 @@ const IN_FLIGHT: usize = 4;
 struct Waiting {
     /// Its own `FCALL` of `floodgate` (name, number of keys, keys, ARGV).
     cmd: Cmd,
+    /// How many limits it decides: its reply is six integers each.
+    limits: usize,
     /// Its hash slot, on a cluster.
     slot: Option<Slot>,
-    reply: oneshot::Sender<Result<Value, StoreError>>,
+    reply: oneshot::Sender<Answered>,
 }
+
+/// What a request that waited gets: its replies, or its error with its
+/// command back (to name a key in it that holds foreign data).
+pub(super) type Answered = Result<Replies, (StoreError, Cmd)>;
 
 /// The queue of a store, and the task that empties it.
 pub(super) struct Joiner {
@@ -63,20 +70,27 @@ impl Joiner {
         self.max > 1
     }
 
-    /// `cmd` (a decision's `FCALL`), sent with what else is waiting. `None`
-    /// when it cannot be queued (no Tokio runtime): the caller sends it.
+    /// `cmd` (a decision's `FCALL`, of `limits` limits), sent with what
+    /// else is waiting. Given back when it cannot be queued (no Tokio
+    /// runtime): the caller sends it.
     pub(super) fn join<T: Transport>(
         &self,
         remote: &Remote<T>,
         cmd: Cmd,
-    ) -> Option<oneshot::Receiver<Result<Value, StoreError>>> {
+        limits: usize,
+    ) -> Result<oneshot::Receiver<Answered>, Cmd> {
         let slot = if self.cluster {
             super::library::first_key(&cmd).map(Slot::for_key)
         } else {
             None
         };
         let (reply, answer) = oneshot::channel();
-        let mut waiting = Waiting { cmd, slot, reply };
+        let mut waiting = Waiting {
+            cmd,
+            limits,
+            slot,
+            reply,
+        };
         let mut queue = self
             .queue
             .lock()
@@ -85,16 +99,18 @@ impl Joiner {
         for _ in 0..2 {
             if let Some(tx) = queue.as_ref() {
                 match tx.send(waiting) {
-                    Ok(()) => return Some(answer),
+                    Ok(()) => return Ok(answer),
                     Err(mpsc::error::SendError(back)) => waiting = back,
                 }
             }
-            let rt = tokio::runtime::Handle::try_current().ok()?;
+            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                break;
+            };
             let (tx, rx) = mpsc::unbounded_channel();
             drop(rt.spawn(run(remote.downgrade(), rx, self.max)));
             *queue = Some(tx);
         }
-        None
+        Err(waiting.cmd)
     }
 }
 
@@ -142,143 +158,146 @@ async fn run<T: Transport>(
 }
 
 /// One call for `group`: a plain `FCALL` for one request, else `many`; each
-/// request gets its own reply (or error). Given up when every request of it
-/// was (each caller's own timeout): as a call made alone would be, so that
-/// the connection's watch sees it, and a store that stopped answering holds
-/// no call of this task's.
-async fn send<T: Transport>(remote: &Remote<T>, mut group: Vec<Waiting>) {
-    let (function, cmd, keys) = if let [one] = group.as_mut_slice() {
-        (&*DECIDE, std::mem::replace(&mut one.cmd, Cmd::new()), None)
-    } else {
-        let (cmd, keys) = many(&group);
-        (&*MANY, cmd, Some(keys))
-    };
+/// request gets its own replies (or error). Given up when every request of
+/// it was (each caller's own timeout): as a call made alone would be, so
+/// that the connection's watch sees it, and a store that stopped answering
+/// holds no call of this task's.
+async fn send<T: Transport>(remote: &Remote<T>, group: Vec<Waiting>) {
+    let mut cmds = Vec::with_capacity(group.len());
+    let mut limits = Vec::with_capacity(group.len());
+    let mut waiting = Vec::with_capacity(group.len());
+    for w in group {
+        cmds.push(w.cmd);
+        limits.push(w.limits);
+        waiting.push(w.reply);
+    }
     let call = async {
-        let v = remote.invoke(function, &cmd).await?;
-        let Some(keys) = &keys else {
-            return Ok(vec![v]);
-        };
-        split(v, keys)
+        if let ([cmd], [n]) = (cmds.as_slice(), limits.as_slice()) {
+            let v = remote.invoke(&DECIDE, cmd).await?;
+            return Ok(vec![answer(v, *n)]);
+        }
+        let v = remote.invoke(&MANY, &many(&cmds)).await?;
+        split(v, &limits)
     };
     let answered = tokio::select! {
         answered = call => answered,
-        () = all_gave_up(&mut group) => return,
+        () = all_gave_up(&mut waiting) => return,
     };
     match answered {
-        Ok(replies) => {
-            for (w, v) in group.into_iter().zip(replies) {
-                let _ = w
-                    .reply
-                    .send(super::library::top_error(v).map_err(StoreError::from));
+        Ok(answers) => {
+            for ((reply, cmd), answer) in waiting.into_iter().zip(cmds).zip(answers) {
+                let _ = reply.send(answer.map_err(|e| (e, cmd)));
             }
         }
         Err(e) => {
-            for w in group {
-                let _ = w.reply.send(Err(e.clone()));
+            for (reply, cmd) in waiting.into_iter().zip(cmds) {
+                let _ = reply.send(Err((e.clone(), cmd)));
             }
         }
     }
 }
 
-/// Ends when every request of `group` was given up.
-async fn all_gave_up(group: &mut [Waiting]) {
-    for w in group {
-        w.reply.closed().await;
+/// Ends when every request of a group was given up.
+async fn all_gave_up(waiting: &mut [oneshot::Sender<Answered>]) {
+    for w in waiting {
+        w.closed().await;
     }
 }
 
-/// One request's keys and ARGV.
-type KeysAndArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+/// One request's reply `v` (of `n` limits) as its replies, or its error.
+fn answer(v: Value, n: usize) -> Result<Replies, StoreError> {
+    let v = super::library::top_error(v)?;
+    super::library::replies(&v, n)
+        .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, format!("unexpected reply {v:?}")))
+}
 
-/// Each request's reply, out of the one array `many` answers: six integers
-/// a key, or one error, for each request in turn (`keys`: how many keys
-/// each has).
-fn split(v: Value, keys: &[usize]) -> Result<Vec<Value>, StoreError> {
+/// Each request's replies, out of the one array `many` answers: six
+/// integers a limit, or one error, for each request in turn (`limits`: how
+/// many limits each has).
+fn split(v: Value, limits: &[usize]) -> Result<Vec<Result<Replies, StoreError>>, StoreError> {
     let unexpected = |what: &str| {
         StoreError::new(
             StoreErrorKind::Protocol,
             format!(
                 "unexpected reply to {} decisions in one call: {what}",
-                keys.len()
+                limits.len()
             ),
         )
     };
     let Value::Array(items) = v else {
         return Err(unexpected(&format!("{v:?}")));
     };
-    let mut items = items.into_iter();
-    let mut replies = Vec::with_capacity(keys.len());
-    for &n in keys {
-        if n == 0 {
-            replies.push(Value::Array(Vec::new()));
+    let mut at = 0;
+    let mut answers = Vec::with_capacity(limits.len());
+    for &n in limits {
+        if let Some(Value::ServerError(e)) = items.get(at) {
+            answers.push(Err(StoreError::from(redis::RedisError::from(e.clone()))));
+            at += 1;
             continue;
         }
-        match items.next() {
-            Some(e @ Value::ServerError(_)) => replies.push(e),
-            Some(first) => {
-                let mut ints = Vec::with_capacity(6 * n);
-                ints.push(first);
-                ints.extend(items.by_ref().take(6 * n - 1));
-                if ints.len() != 6 * n {
-                    return Err(unexpected("too short"));
-                }
-                replies.push(Value::Array(ints));
-            }
-            None => return Err(unexpected("too short")),
-        }
+        let part = items
+            .get(at..at + 6 * n)
+            .ok_or_else(|| unexpected("too short"))?;
+        answers.push(super::library::replies_of(part, n).ok_or_else(|| unexpected("not integers")));
+        at += 6 * n;
     }
-    match items.next() {
-        None => Ok(replies),
-        Some(_) => Err(unexpected("too long")),
+    if at == items.len() {
+        Ok(answers)
+    } else {
+        Err(unexpected("too long"))
     }
 }
 
-/// The `FCALL` of `many` for the requests of `group`, each given by its own
-/// `FCALL` of `floodgate`: `FCALL name_many K keys... m u (na args...)...
+/// The `FCALL` of `many` for requests given by their own `FCALL`s of
+/// `floodgate` (`cmds`): `FCALL name_many K keys... m u (na args...)...
 /// (index)...`, each distinct ARGV once (the requests of one limiter at
-/// one moment share theirs) and each request naming its own (when there
-/// are several); and how many keys each request has.
-fn many(group: &[Waiting]) -> (Cmd, Vec<usize>) {
-    let parts: Vec<KeysAndArgs<'_>> = group
-        .iter()
-        .map(|w| {
-            let mut args = w.cmd.args_iter().skip(2).filter_map(|a| match a {
-                redis::Arg::Simple(b) => Some(b),
-                _ => None,
-            });
-            let n: usize = args
-                .next()
-                .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
-                .unwrap_or(0);
-            let keys: Vec<&[u8]> = args.by_ref().take(n).collect();
-            (keys, args.collect())
-        })
-        .collect();
+/// one moment share theirs) and, when there are several, each request
+/// naming its own.
+fn many(cmds: &[Cmd]) -> Cmd {
+    // Every request's keys and ARGV in one list, and where each one's are.
+    let mut all: Vec<&[u8]> = Vec::with_capacity(8 * cmds.len());
+    let mut spans: Vec<(Range<usize>, Range<usize>)> = Vec::with_capacity(cmds.len());
+    for cmd in cmds {
+        let mut own = cmd.args_iter().skip(2).filter_map(|a| match a {
+            redis::Arg::Simple(b) => Some(b),
+            _ => None,
+        });
+        let n: usize = own
+            .next()
+            .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
+            .unwrap_or(0);
+        let start = all.len();
+        all.extend(own);
+        let keys = start..(start + n).min(all.len());
+        spans.push((keys.clone(), keys.end..all.len()));
+    }
     // The distinct ARGV, and each request's (1-based, as Lua counts).
     let mut distinct: Vec<&[&[u8]]> = Vec::new();
-    let mut index = Vec::with_capacity(parts.len());
-    for (_, args) in &parts {
-        let i = if let Some(i) = distinct.iter().position(|d| *d == args.as_slice()) {
+    let mut index = Vec::with_capacity(spans.len());
+    for (_, argv) in &spans {
+        let argv = &all[argv.clone()];
+        let i = if let Some(i) = distinct.iter().position(|d| *d == argv) {
             i
         } else {
-            distinct.push(args);
+            distinct.push(argv);
             distinct.len() - 1
         };
         index.push(i + 1);
     }
-    let keys: usize = parts.iter().map(|(k, _)| k.len()).sum();
-    let mut cmd = redis::cmd("FCALL");
-    cmd.arg(&MANY.name).arg(keys);
-    for (k, _) in &parts {
-        for key in k {
+    let several = distinct.len() > 1;
+    let keys: usize = spans.iter().map(|(k, _)| k.len()).sum();
+    let bytes: usize = all.iter().map(|a| a.len() + 16).sum();
+    let mut cmd = Cmd::with_capacity(all.len() + index.len() + 8, bytes + 16 * index.len() + 64);
+    cmd.arg("FCALL").arg(&MANY.name).arg(keys);
+    for (k, _) in &spans {
+        for key in &all[k.clone()] {
             cmd.arg(*key);
         }
     }
-    let several = distinct.len() > 1;
-    cmd.arg(group.len()).arg(distinct.len());
-    for args in distinct {
-        cmd.arg(args.len());
-        for arg in args {
+    cmd.arg(spans.len()).arg(distinct.len());
+    for argv in distinct {
+        cmd.arg(argv.len());
+        for arg in argv {
             cmd.arg(*arg);
         }
     }
@@ -288,14 +307,14 @@ fn many(group: &[Waiting]) -> (Cmd, Vec<usize>) {
             cmd.arg(i);
         }
     }
-    (cmd, parts.iter().map(|(k, _)| k.len()).collect())
+    cmd
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn waiting(key: &str, cost: u64) -> Waiting {
+    fn fcall(key: &str, cost: u64) -> Cmd {
         let mut cmd = redis::cmd("FCALL");
         cmd.arg(&DECIDE.name).arg(1).arg(key);
         cmd.arg("")
@@ -304,16 +323,11 @@ mod tests {
             .arg("gcra")
             .arg(10)
             .arg(100);
-        Waiting {
-            cmd,
-            slot: None,
-            reply: oneshot::channel().0,
-        }
+        cmd
     }
 
     #[test]
     fn each_distinct_argv_goes_once_and_each_request_names_its_own() {
-        let group = [waiting("a", 1), waiting("b", 2), waiting("c", 1)];
         let mut want = redis::cmd("FCALL");
         want.arg(&MANY.name).arg(3).arg("a").arg("b").arg("c");
         want.arg(3).arg(2);
@@ -322,37 +336,31 @@ mod tests {
             want.arg("gcra").arg(10).arg(100);
         }
         want.arg(1).arg(2).arg(1);
-        let (cmd, keys) = many(&group);
-        assert_eq!(cmd.get_packed_command(), want.get_packed_command());
-        assert_eq!(keys, [1, 1, 1]);
+        let cmds = [fcall("a", 1), fcall("b", 2), fcall("c", 1)];
+        assert_eq!(many(&cmds).get_packed_command(), want.get_packed_command());
         // One ARGV for all: no request names it.
-        let group = [waiting("a", 1), waiting("b", 1)];
         let mut want = redis::cmd("FCALL");
         want.arg(&MANY.name).arg(2).arg("a").arg("b").arg(2).arg(1);
-        want.arg(6)
-            .arg("")
-            .arg("check")
-            .arg(1)
-            .arg("gcra")
-            .arg(10)
-            .arg(100);
-        assert_eq!(
-            many(&group).0.get_packed_command(),
-            want.get_packed_command()
-        );
+        want.arg(6).arg("").arg("check").arg(1);
+        want.arg("gcra").arg(10).arg(100);
+        let cmds = [fcall("a", 1), fcall("b", 1)];
+        assert_eq!(many(&cmds).get_packed_command(), want.get_packed_command());
     }
 
     #[test]
-    fn the_one_array_splits_into_each_requests_reply() {
-        let ints = |from: i64, n: i64| (from..from + n).map(Value::Int).collect::<Vec<_>>();
+    fn the_one_array_splits_into_each_requests_replies() {
+        // allowed, limit, remaining, reset, retry, delay: one limit each.
+        let reply = |remaining: i64| [1, 10, remaining, 100, -1, 0].map(Value::Int);
         let error = || redis::parse_redis_value(b"-ERR boom\r\n").unwrap();
-        let mut flat = ints(0, 6);
+        let mut flat = reply(9).to_vec();
         flat.push(error());
-        flat.extend(ints(6, 12));
-        let replies = split(Value::Array(flat.clone()), &[1, 1, 2]).unwrap();
-        assert_eq!(replies[0], Value::Array(ints(0, 6)));
-        assert!(matches!(replies[1], Value::ServerError(_)));
-        assert_eq!(replies[2], Value::Array(ints(6, 12)));
+        flat.extend(reply(8));
+        flat.extend(reply(7));
+        let answers = split(Value::Array(flat.clone()), &[1, 1, 2]).unwrap();
+        assert_eq!(answers[0].as_ref().unwrap()[0].remaining, 9);
+        assert!(answers[1].is_err());
+        let both = answers[2].as_ref().unwrap();
+        assert_eq!((both[0].remaining, both[1].remaining), (8, 7));
         assert!(split(Value::Array(flat.clone()), &[1, 1, 3]).is_err());
         assert!(split(Value::Array(flat), &[1, 1, 1]).is_err());
         assert!(split(Value::Nil, &[1]).is_err());

@@ -243,9 +243,15 @@ fn arg_f64(cmd: &mut Cmd, x: f64) {
 /// The replies of a call deciding `n` keys: six integers each, read
 /// without collecting them first.
 pub(super) fn replies(v: &Value, n: usize) -> Option<Replies> {
-    let Value::Array(items) = v else {
-        return None;
-    };
+    match v {
+        Value::Array(items) => replies_of(items, n),
+        _ => None,
+    }
+}
+
+/// [`replies`] from the integers themselves (a part of the one array a
+/// call of many decisions answers).
+pub(super) fn replies_of(items: &[Value], n: usize) -> Option<Replies> {
     if items.len() != 6 * n {
         return None;
     }
