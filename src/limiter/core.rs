@@ -20,12 +20,12 @@ use crate::metrics::Metrics;
 use crate::pending::Pending;
 use crate::store::{Answer, Batch, Mode, Store, StoreFuture, Target};
 use smallvec::SmallVec;
+use smol_str::SmolStr;
 use std::future::Future;
 use std::sync::Arc;
 use tracing::Instrument;
 
-/// What a limiter is, apart from its limits: shared by every clone, and by
-/// the decisions under way.
+/// A limiter apart from its limits: shared by its clones and decisions.
 pub(crate) struct Core {
     pub(crate) store: Store,
     pub(crate) name: Arc<str>,
@@ -274,7 +274,8 @@ impl Core {
     ) -> Pending<F::Output> {
         let counted = ask.counted;
         let specs: SmallVec<[Spec; 1]> = batch.targets.iter().map(|t| t.spec).collect();
-        let (key, lease) = (batch.key.to_owned(), batch.lease.to_owned());
+        // Inline up to 23 bytes: a usual key costs no allocation.
+        let (key, lease) = (SmolStr::new(batch.key), SmolStr::new(batch.lease));
         // The failure policy answers for the request's cost, not a slice.
         let (mode, cost, core) = (batch.mode, batch.cost - ask.slice, self.clone());
         let decision = async move {
@@ -297,9 +298,8 @@ impl Core {
         Pending::later(boxed(decision, span))
     }
 
-    /// What follows a decision: metrics, and the deny cache (`asked` is
-    /// when it was asked, for a call of the limiter's own limits when it
-    /// has a cache).
+    /// What follows a decision: metrics, and the deny cache (`asked`: when
+    /// it was asked, for the limiter's own limits, when it has one).
     #[inline(always)]
     pub(super) fn record(
         &self,

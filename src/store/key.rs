@@ -5,7 +5,7 @@
 //! Cluster slot), and is bounded in length (long keys are hashed).
 
 use sha2::{Digest, Sha256};
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 /// User keys longer than this (after escaping) are replaced by a hash.
 pub(crate) const MAX_KEY_BYTES: usize = 128;
@@ -28,11 +28,61 @@ pub(crate) fn head(prefix: &str, name: &str, tag: &str) -> String {
 /// escaped keys never start with `#` as hashed ones do.
 pub(crate) fn storage_key(head: &str, user: &str) -> String {
     let mut out = String::with_capacity(head.len() + user.len() + 2);
-    out.push_str(head);
-    out.push('{');
-    push_user_key(&mut out, user);
-    out.push('}');
+    // Writing to a `String` cannot fail.
+    let _ = write_storage_key(&mut out, head, user);
     out
+}
+
+/// `f` of [`storage_key`]'s bytes, built on the stack when they fit (any
+/// key under a usual head): a key copied into a command costs no
+/// allocation of its own.
+pub(crate) fn with_storage_key<R>(head: &str, user: &str, f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut key = StackStr::<256>::new();
+    if write_storage_key(&mut key, head, user).is_ok() {
+        f(key.as_bytes())
+    } else {
+        f(storage_key(head, user).as_bytes())
+    }
+}
+
+/// A string built on the stack, up to `N` bytes: writing more fails.
+pub(crate) struct StackStr<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackStr<N> {
+    pub(crate) fn new() -> Self {
+        Self {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> Write for StackStr<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// [`storage_key`], written into `out`; an error only when `out` has no
+/// room.
+fn write_storage_key(out: &mut impl Write, head: &str, user: &str) -> fmt::Result {
+    out.write_str(head)?;
+    out.write_char('{')?;
+    push_user_key(out, user)?;
+    out.write_char('}')
 }
 
 /// The user key as the memory store and the deny cache bound it: itself,
@@ -62,33 +112,44 @@ fn plain(b: u8) -> bool {
     b.is_ascii_graphic() && !matches!(b, b'{' | b'}' | b'%' | b'#')
 }
 
-fn push_user_key(out: &mut String, user: &str) {
+fn push_user_key(out: &mut impl Write, user: &str) -> fmt::Result {
     let escaped_len: usize = user.bytes().map(|b| if plain(b) { 1 } else { 3 }).sum();
     if user.is_empty() {
-        out.push('#');
-        return;
+        return out.write_char('#');
     }
     if escaped_len > MAX_KEY_BYTES {
-        out.push_str(&hashed_user_key(user));
-        return;
+        return out.write_str(&hashed_user_key(user));
     }
     if escaped_len == user.len() {
         // Nothing to escape: one copy.
-        out.push_str(user);
-        return;
+        return out.write_str(user);
     }
     for b in user.bytes() {
         if plain(b) {
-            out.push(b as char);
+            out.write_char(b as char)?;
         } else {
-            let _ = write!(out, "%{b:02X}");
+            write!(out, "%{b:02X}")?;
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_built_on_the_stack_is_the_key() {
+        let short = head("rl", "api", "tb");
+        for user in ["ana", "{x}%", "", &"é".repeat(100), &"k".repeat(300)] {
+            let built = with_storage_key(&short, user, <[u8]>::to_vec);
+            assert_eq!(built, storage_key(&short, user).into_bytes(), "{user}");
+        }
+        // A head too long for the stack: the same key, from the heap.
+        let long = head("p".repeat(300).as_str(), "n", "fw");
+        let built = with_storage_key(&long, "ana", <[u8]>::to_vec);
+        assert_eq!(built, storage_key(&long, "ana").into_bytes());
+    }
 
     #[test]
     fn plain_keys_stay_readable() {

@@ -3,7 +3,7 @@
 //! batch, and the reading of its reply.
 
 use crate::algorithm::{Reply, Spec};
-use crate::store::key::storage_key;
+use crate::store::key::{storage_key, with_storage_key, StackStr};
 use crate::store::{Batch, Mode, Replies};
 use redis::{Cmd, Script, Value};
 use std::sync::LazyLock;
@@ -123,7 +123,9 @@ pub(super) fn command(batch: &Batch<'_>) -> Call {
     );
     cmd.arg("FCALL").arg(&DECIDE.name).arg(n);
     for target in batch.targets {
-        cmd.arg(storage_key(&target.ns.head, batch.key));
+        with_storage_key(&target.ns.head, batch.key, |key| {
+            cmd.arg(key);
+        });
     }
     now_arg(&mut cmd, batch.now);
     cmd.arg(batch.mode.as_str()).arg(batch.cost);
@@ -214,27 +216,9 @@ pub(super) fn first_key(cmd: &Cmd) -> Option<Vec<u8>> {
 /// same double, formatted on the stack.
 fn arg_f64(cmd: &mut Cmd, x: f64) {
     use std::fmt::Write;
-    struct StackStr {
-        buf: [u8; 64],
-        len: usize,
-    }
-    impl std::fmt::Write for StackStr {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            let end = self.len + s.len();
-            self.buf
-                .get_mut(self.len..end)
-                .ok_or(std::fmt::Error)?
-                .copy_from_slice(s.as_bytes());
-            self.len = end;
-            Ok(())
-        }
-    }
-    let mut buf = StackStr {
-        buf: [0; 64],
-        len: 0,
-    };
+    let mut buf = StackStr::<64>::new();
     if write!(buf, "{x}").is_ok() {
-        cmd.arg(&buf.buf[..buf.len]);
+        cmd.arg(buf.as_bytes());
     } else {
         cmd.arg(x.to_string());
     }
