@@ -6,6 +6,8 @@
 //! - `tls`: `RedisStore` over `rediss://` (rustls), to the same server's TLS
 //!   port, with a CA made for the run.
 //!
+//! Each also prints the allocations a decision costs the client process.
+//!
 //! ```text
 //! cargo bench --features deadpool --bench redis_transports
 //! cargo bench --features deadpool --bench redis_transports -- --tasks 64 --secs 3 --runs 5
@@ -26,9 +28,37 @@ use floodgate::Limiter;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{measure, median, Redis, RunArgs};
+
+/// The system allocator, counting allocations: what a decision allocates in
+/// the client (its whole process: floodgate, redis-rs, tokio).
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is passed to `System` unchanged.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: as above.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 const KEYS: usize = 10_000;
 
@@ -137,17 +167,27 @@ fn limiter(store: RedisStore, name: &str) -> Limiter<TokenBucket> {
         .expect("limiter")
 }
 
-async fn run(limiter: &Limiter<TokenBucket>, keys: &Arc<Vec<String>>, a: &RunArgs) -> f64 {
+/// Decisions a second, and allocations a decision.
+async fn run(limiter: &Limiter<TokenBucket>, keys: &Arc<Vec<String>>, a: &RunArgs) -> (f64, f64) {
     let (l, k) = (limiter.clone(), keys.clone());
-    measure(a.tasks, a.secs, move |t, i| {
-        let (l, k) = (l.clone(), k.clone());
+    let decided = Arc::new(AtomicU64::new(0));
+    let counter = decided.clone();
+    let before = ALLOCS.load(Ordering::Relaxed);
+    let rate = measure(a.tasks, a.secs, move |t, i| {
+        let (l, k, counter) = (l.clone(), k.clone(), counter.clone());
         async move {
             let key = &k[(t * 997 + i as usize * 13) % KEYS];
             let d = l.check(key, 1).await.expect("a decision by redis");
             assert!(!d.is_degraded());
+            counter.fetch_add(1, Ordering::Relaxed);
         }
     })
-    .await
+    .await;
+    let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+    (
+        rate,
+        allocs as f64 / decided.load(Ordering::Relaxed).max(1) as f64,
+    )
 }
 
 #[tokio::main]
@@ -194,23 +234,26 @@ async fn main() {
         a.secs,
         redis.version()
     );
-    let (mut p, mut d, mut t) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut p, mut d, mut t, mut al) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 1..=a.runs {
-        let r_plain = run(&plain, &keys, &a).await;
-        let r_pool = run(&pooled, &keys, &a).await;
-        let r_tls = run(&tls, &keys, &a).await;
+        let (r_plain, a_plain) = run(&plain, &keys, &a).await;
+        let (r_pool, a_pool) = run(&pooled, &keys, &a).await;
+        let (r_tls, a_tls) = run(&tls, &keys, &a).await;
         println!(
-            "round {round}: multiplexed {r_plain:>7.0}/s   pool {r_pool:>7.0}/s ({:.2})   tls {r_tls:>7.0}/s ({:.2})",
+            "round {round}: multiplexed {r_plain:>7.0}/s   pool {r_pool:>7.0}/s ({:.2})   tls {r_tls:>7.0}/s ({:.2});   \
+             allocations a decision {a_plain:.2} / {a_pool:.2} / {a_tls:.2}",
             r_pool / r_plain,
             r_tls / r_plain
         );
         p.push(r_plain);
         d.push(r_pool / r_plain);
         t.push(r_tls / r_plain);
+        al.push(a_plain);
     }
     println!(
-        "median: multiplexed {:.0}/s; pool / multiplexed {:.2}; tls / multiplexed {:.2}",
+        "median: multiplexed {:.0}/s ({:.2} allocations a decision); pool / multiplexed {:.2}; tls / multiplexed {:.2}",
         median(&p),
+        median(&al),
         median(&d),
         median(&t)
     );
