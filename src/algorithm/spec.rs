@@ -23,8 +23,8 @@ pub(crate) enum Spec {
         limit: u64,
         window_ms: u64,
     },
-    /// `interval_ms` = 1000 / rate, as the script computes it from the
-    /// `rate` it is sent: the time one token takes.
+    /// `interval_ms` = 1000 / rate: the time one token takes, computed
+    /// once here and sent to the script as it is.
     TokenBucket {
         capacity: u64,
         rate: f64,
