@@ -102,6 +102,7 @@ const EPS: f64 = 1e-6;
 /// reset's), and `floor(x)` floored at 0 is `x` cast at 0 ([`units`]).
 /// The same numbers as the script's `put()`: 120 instructions a GCRA
 /// decision where the float roundings took 190 (callgrind).
+#[inline]
 pub(super) fn virtual_schedule(
     (burst, interval): (u64, f64),
     state: &mut Option<State>,
