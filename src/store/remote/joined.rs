@@ -206,9 +206,7 @@ async fn all_gave_up(waiting: &mut [oneshot::Sender<Answered>]) {
 
 /// One request's reply `v` (of `n` limits) as its replies, or its error.
 fn answer(v: Value, n: usize) -> Result<Replies, StoreError> {
-    let v = super::library::top_error(v)?;
-    super::library::replies(&v, n)
-        .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, format!("unexpected reply {v:?}")))
+    super::library::replies(&super::library::top_error(v)?, n)
 }
 
 /// Each request's replies, out of the one array `many` answers: six

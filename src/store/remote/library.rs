@@ -4,7 +4,7 @@
 
 use crate::algorithm::{Reply, Spec};
 use crate::store::key::{storage_key, with_storage_key, StackStr};
-use crate::store::{Batch, Mode, Replies};
+use crate::store::{Batch, Mode, Replies, StoreError, StoreErrorKind};
 use redis::{Cmd, Script, Value};
 use std::sync::LazyLock;
 
@@ -225,12 +225,14 @@ fn arg_f64(cmd: &mut Cmd, x: f64) {
 }
 
 /// The replies of a call deciding `n` keys: six integers each, read
-/// without collecting them first.
-pub(super) fn replies(v: &Value, n: usize) -> Option<Replies> {
+/// without collecting them first; anything else is a protocol error that
+/// shows what came.
+pub(super) fn replies(v: &Value, n: usize) -> Result<Replies, StoreError> {
     match v {
         Value::Array(items) => replies_of(items, n),
         _ => None,
     }
+    .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, format!("unexpected reply {v:?}")))
 }
 
 /// [`replies`] from the integers themselves (a part of the one array a
@@ -348,8 +350,8 @@ mod tests {
         let r = replies(&ints(&[1, 10, 9, 100, -1, 0, 0, 5, 0, 30, 30, 0]), 2).unwrap();
         assert!(r[0].allowed && !r[1].allowed);
         assert_eq!((r[1].limit, r[1].retry_ms), (5, 30));
-        assert!(replies(&ints(&[1, 2, 3]), 1).is_none());
-        assert!(replies(&Value::Nil, 1).is_none());
+        assert!(replies(&ints(&[1, 2, 3]), 1).is_err());
+        assert!(replies(&Value::Nil, 1).is_err());
     }
 
     #[test]
