@@ -9,6 +9,7 @@
 //! cargo bench --bench http_load -- --rounds 7 --secs 4 --conns 64
 //! cargo bench --bench http_load -- --inrepo    # also the in-repo generator
 //! cargo bench --bench http_load -- --redis     # also the layer on a RedisStore
+//! cargo bench --bench http_load -- --noheaders # also the layer writing no fields
 //! cargo bench --bench http_load -- --allocs    # and the server's allocations per request
 //! cargo bench --bench http_load -- --server-threads 1   # the server on one worker thread
 //! cargo bench --bench http_load -- --only floodgate --rounds 1 --secs 20   # to profile one app
@@ -28,6 +29,9 @@
 //! - `tower_governor_headers`: the same with its `use_headers()`
 //!   (`x-ratelimit-limit`, `x-ratelimit-remaining` on admitted responses),
 //!   like for like with floodgate's two fields;
+//! - `floodgate_noheaders` (with `--noheaders`): floodgate's layer writing
+//!   no rate-limit fields (`HeaderStyle::None`): the fields' cost, by
+//!   difference;
 //! - `redis` (with `--redis`): floodgate's layer on a `RedisStore` (its own
 //!   `redis-server` on a free port, or `REDIS_URL`).
 //!
@@ -52,6 +56,7 @@ mod support;
 
 use axum::{routing::get, Router};
 use floodgate::algorithm::Gcra;
+use floodgate::headers::HeaderStyle;
 use floodgate::key::Header;
 use floodgate::store::{MemoryStore, RedisStore, Store};
 use floodgate::{Limiter, RateLimitLayer};
@@ -106,6 +111,9 @@ struct Opts {
     conns: usize,
     inrepo: bool,
     redis: bool,
+    /// Also floodgate's layer with no rate-limit fields
+    /// (`HeaderStyle::None`): what the two fields cost, by difference.
+    noheaders: bool,
     /// Count the server's allocations per request (wrk only: the in-repo
     /// generator's would be counted too).
     allocs: bool,
@@ -125,6 +133,7 @@ impl Opts {
             conns: 32,
             inrepo: false,
             redis: false,
+            noheaders: false,
             allocs: false,
             only: None,
             server_threads: 2,
@@ -141,6 +150,7 @@ impl Opts {
                 "--secs" => o.secs = num().expect("--secs S"),
                 "--conns" => o.conns = num().expect("--conns N") as usize,
                 "--inrepo" => o.inrepo = true,
+                "--noheaders" => o.noheaders = true,
                 "--redis" => o.redis = true,
                 "--allocs" => o.allocs = true,
                 "--server-threads" => {
@@ -173,6 +183,13 @@ fn floodgate_app(store: Store) -> Router {
     let limiter = Limiter::new(store, Gcra::new(1000, Duration::from_secs(1)));
     let key = Header::try_new(KEY_HEADER).unwrap();
     hello().layer(RateLimitLayer::new(limiter, key))
+}
+
+/// floodgate's layer as in `floodgate_app`, writing no rate-limit fields.
+fn floodgate_noheaders_app() -> Router {
+    let limiter = Limiter::new(MemoryStore::new(), Gcra::new(1000, Duration::from_secs(1)));
+    let key = Header::try_new(KEY_HEADER).unwrap();
+    hello().layer(RateLimitLayer::new(limiter, key).headers(HeaderStyle::None))
 }
 
 /// `tower_governor`'s key: the `x-api-key` header, as floodgate's `Header`
@@ -380,6 +397,9 @@ fn main() {
         "tower_governor",
         "tower_governor_headers",
     ];
+    if opts.noheaders {
+        apps.push("floodgate_noheaders");
+    }
     if opts.redis {
         apps.push("redis");
     }
@@ -402,6 +422,7 @@ fn main() {
             let app = match name {
                 "plain" => hello(),
                 "floodgate" => floodgate_app(MemoryStore::new().into()),
+                "floodgate_noheaders" => floodgate_noheaders_app(),
                 "tower_governor" => tower_governor_app(),
                 "tower_governor_headers" => tower_governor_headers_app(),
                 _ => floodgate_app(
