@@ -68,7 +68,9 @@ end
 -- Counters are packed into one integer, the window index then each count in
 -- as many digits as the limit has, so Redis stores the value as a bare integer.
 -- Remembered for each limit met (a limiter's own, so a handful): a table
--- lookup costs less than the call and the count.
+-- lookup costs less than the call and the count. The windows look in WIDTH
+-- themselves and call width_of() only on a miss (a Lua call costs more than
+-- the lookup); the sliding log calls it at once, so it looks too.
 local WIDTH = {}
 local function width_of(limit)
   local w = WIDTH[limit]

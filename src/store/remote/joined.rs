@@ -228,6 +228,9 @@ fn split(v: Value, limits: &[usize]) -> Result<Vec<Result<Replies, StoreError>>,
     let mut at = 0;
     let mut answers = Vec::with_capacity(limits.len());
     for &n in limits {
+        // Every request has a limit (`Limits` is never empty): with none,
+        // an error that follows it would be read as its own.
+        debug_assert!(n > 0, "a request with no limit joined a call");
         if let Some(Value::ServerError(e)) = items.get(at) {
             answers.push(Err(StoreError::from(redis::RedisError::from(e.clone()))));
             at += 1;
