@@ -77,9 +77,10 @@ end
 -- ARGV (none when u = 1: every request has the one). Request j's keys
 -- follow request j - 1's (as many as its ARGV has limits). Reply: one
 -- array, each request's part in turn: its reply as floodgate() gives it
--- (six numbers a key), or in one place an error for it alone. (An array of arrays would cost Redis more: it looks for the
--- fields of special replies, `err`, `ok`, `double` and four more, in
--- every table it answers.)
+-- (six numbers a key), or in one place an error for it alone. (An array
+-- of arrays would cost Redis more: it looks for the fields of special
+-- replies, `err`, `ok`, `double` and four more, in every table it
+-- answers.)
 local function many(KEYS, ARGV)
   if not call then bind() end
   call_now = nil
