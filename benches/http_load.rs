@@ -179,17 +179,10 @@ fn hello() -> Router {
     Router::new().route("/", get(|| async { "hello" }))
 }
 
-fn floodgate_app(store: Store) -> Router {
+fn floodgate_app(store: Store, fields: HeaderStyle) -> Router {
     let limiter = Limiter::new(store, Gcra::new(1000, Duration::from_secs(1)));
     let key = Header::try_new(KEY_HEADER).unwrap();
-    hello().layer(RateLimitLayer::new(limiter, key))
-}
-
-/// floodgate's layer as in `floodgate_app`, writing no rate-limit fields.
-fn floodgate_noheaders_app() -> Router {
-    let limiter = Limiter::new(MemoryStore::new(), Gcra::new(1000, Duration::from_secs(1)));
-    let key = Header::try_new(KEY_HEADER).unwrap();
-    hello().layer(RateLimitLayer::new(limiter, key).headers(HeaderStyle::None))
+    hello().layer(RateLimitLayer::new(limiter, key).headers(fields))
 }
 
 /// `tower_governor`'s key: the `x-api-key` header, as floodgate's `Header`
@@ -421,14 +414,17 @@ fn main() {
         for &name in &apps {
             let app = match name {
                 "plain" => hello(),
-                "floodgate" => floodgate_app(MemoryStore::new().into()),
-                "floodgate_noheaders" => floodgate_noheaders_app(),
+                "floodgate" => floodgate_app(MemoryStore::new().into(), HeaderStyle::Ietf),
+                "floodgate_noheaders" => {
+                    floodgate_app(MemoryStore::new().into(), HeaderStyle::None)
+                }
                 "tower_governor" => tower_governor_app(),
                 "tower_governor_headers" => tower_governor_headers_app(),
                 _ => floodgate_app(
                     RedisStore::from_url(&redis.as_ref().unwrap().url)
                         .unwrap()
                         .into(),
+                    HeaderStyle::Ietf,
                 ),
             };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
