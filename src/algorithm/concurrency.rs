@@ -39,12 +39,13 @@ pub(super) fn decide(
     }
     let (_, first, last) = alive(&leases);
     let until = |t: Option<u64>| t.map_or(0.0, |t| (t - now) as f64);
+    let retry_ms = if allowed { -1 } else { ms(until(first)) };
     let reply = Reply {
-        allowed,
+        reason: crate::Reason::of(allowed, retry_ms),
         limit: max as i64,
         remaining: max.saturating_sub(n) as i64,
         reset_ms: ms(until(last)),
-        retry_ms: if allowed { -1 } else { ms(until(first)) },
+        retry_ms,
         delay_ms: 0,
     };
     if had || !leases.is_empty() {

@@ -1,7 +1,7 @@
 use super::spec::{float, ms, units, Reply, Spec, State, Step, Write, SLACK_MS};
 use super::validate::{count, or_panic, schedule, tri, window, Invalid};
 use super::validate::{BURST, LIMIT, LONG_BURST, PERIOD};
-use crate::{ConfigError, Quota};
+use crate::{ConfigError, Quota, Reason};
 use std::time::Duration;
 
 /// GCRA, the generic cell rate algorithm (as go-redis/redis_rate and governor).
@@ -102,7 +102,8 @@ const EPS: f64 = 1e-6;
 /// reset's), and `floor(x)` floored at 0 is `x` cast at 0 ([`units`]).
 /// The same numbers as the script's `put()`: 120 instructions a GCRA
 /// decision where the float roundings took 190 (callgrind).
-#[inline]
+/// `#[inline(always)]` with [`Spec::decide`], which says what it buys.
+#[inline(always)]
 pub(super) fn virtual_schedule(
     (burst, interval): (u64, f64),
     state: &mut Option<State>,
@@ -112,7 +113,9 @@ pub(super) fn virtual_schedule(
     let (limit, burst) = (burst as i64, float(burst));
     let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let tau = burst * interval;
-    let eps = if interval < 1.0 { EPS * interval } else { EPS };
+    // The script's `if interval < 1 then eps = EPS * interval end`: the
+    // same double (EPS × 1.0 is EPS), without a branch.
+    let eps = EPS * interval.min(1.0);
     let (backlog, ts) = match *state {
         Some(State::Backlog { backlog, ts }) => (backlog, ts),
         _ => (0.0, now),
@@ -121,8 +124,8 @@ pub(super) fn virtual_schedule(
     // As the script writes it (`ts.max(now)` also handles NaN, which no
     // state holds: 4 instructions more).
     let ts = if ts < now { now } else { ts };
-    let reply = |allowed, b: f64, retry_ms, delay_ms| Reply {
-        allowed,
+    let reply = |reason, b: f64, retry_ms, delay_ms| Reply {
+        reason,
         limit,
         remaining: units((tau - b + eps) / interval),
         reset_ms: ms(b),
@@ -144,17 +147,21 @@ pub(super) fn virtual_schedule(
     };
     if refund {
         let b = (backlog - cost * interval).max(0.0);
-        let r = reply(true, b, -1, 0);
+        let r = reply(Reason::WithinLimit, b, -1, 0);
         let w = if b == backlog { None } else { store(b, &r) };
         return (r, w);
     }
     let after = backlog + cost * interval;
     if cost > 0.0 && after - tau > eps {
-        let retry = if cost <= burst { ms(after - tau) } else { -1 };
-        return (reply(false, backlog, retry, 0), None);
+        let (reason, retry) = if cost <= burst {
+            (Reason::OverLimit, ms(after - tau))
+        } else {
+            (Reason::CostTooHigh, -1)
+        };
+        return (reply(reason, backlog, retry, 0), None);
     }
     let delay = if queue { ms(backlog) } else { 0 };
-    let r = reply(true, after, -1, delay);
+    let r = reply(Reason::WithinLimit, after, -1, delay);
     let w = if cost > 0.0 { store(after, &r) } else { None };
     (r, w)
 }

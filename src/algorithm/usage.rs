@@ -178,7 +178,7 @@ mod tests {
                 // The twin agrees that a full key denies one more.
                 let mut s = Some(state);
                 let (reply, _) = spec.decide(&mut s, T, 1, (false, false), "other");
-                assert_eq!(reply.allowed, !u.full, "{spec:?} after {n}");
+                assert_eq!(reply.allowed(), !u.full, "{spec:?} after {n}");
             }
         }
     }

@@ -44,6 +44,9 @@ pub(crate) struct Core {
 pub(crate) struct Plan {
     pub(crate) names: Box<[Arc<str>]>,
     pub(crate) targets: Box<[Target]>,
+    /// The largest cost any target can tell from a larger one (the largest
+    /// maximum + 1): costs are clamped to it, once per call.
+    pub(crate) cost_cap: u64,
 }
 
 impl Plan {
@@ -93,8 +96,10 @@ impl Core {
                 (name, Target { ns, spec })
             })
             .unzip();
+        let cost_cap = targets.iter().map(|t| t.spec.cost_cap()).max();
         Plan {
             names: names.into(),
+            cost_cap: cost_cap.unwrap_or(u64::MAX),
             targets: targets.into(),
         }
     }
@@ -127,13 +132,7 @@ impl Core {
         finish: F,
     ) -> Pending<F::Output> {
         // Any cost above every maximum is denied alike; this bounds the numbers.
-        let cost = ask
-            .plan
-            .targets
-            .iter()
-            .map(|t| t.spec.clamp_cost(ask.cost))
-            .max()
-            .unwrap_or(ask.cost);
+        let cost = ask.cost.min(ask.plan.cost_cap);
         if ask.own {
             if let (Some(table), Mode::Check) = (&self.allotments, ask.mode) {
                 return self.allotted(table, &ask, cost, finish);

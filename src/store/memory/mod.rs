@@ -306,7 +306,7 @@ impl Backend for Inner {
                 .collect()
         };
         let decided = pass(false);
-        if !batch.mode.twin().1 || !decided.iter().all(|r| r.allowed) {
+        if !batch.mode.twin().1 || !decided.iter().all(|r| r.allowed()) {
             return Answer::PerTarget(decided);
         }
         Answer::PerTarget(pass(true))

@@ -245,7 +245,7 @@ pub(super) fn replies_of(items: &[Value], n: usize) -> Option<Replies> {
         .chunks_exact(6)
         .map(|r| match *r {
             [Value::Int(allowed), Value::Int(limit), Value::Int(remaining), Value::Int(reset_ms), Value::Int(retry_ms), Value::Int(delay_ms)] => {
-                Some(Reply { allowed: allowed == 1, limit, remaining, reset_ms, retry_ms, delay_ms })
+                Some(Reply { reason: crate::Reason::of(allowed == 1, retry_ms), limit, remaining, reset_ms, retry_ms, delay_ms })
             }
             _ => None,
         })
@@ -348,7 +348,7 @@ mod tests {
     fn replies_parse() {
         let ints = |v: &[i64]| Value::Array(v.iter().map(|&n| Value::Int(n)).collect());
         let r = replies(&ints(&[1, 10, 9, 100, -1, 0, 0, 5, 0, 30, 30, 0]), 2).unwrap();
-        assert!(r[0].allowed && !r[1].allowed);
+        assert!(r[0].allowed() && !r[1].allowed());
         assert_eq!((r[1].limit, r[1].retry_ms), (5, 30));
         assert!(replies(&ints(&[1, 2, 3]), 1).is_err());
         assert!(replies(&Value::Nil, 1).is_err());
