@@ -12,7 +12,8 @@
 
 use super::allotments::Allotments;
 use super::deny_cache::DenyCache;
-use super::outcome::{Outcome, Overall};
+use super::outcome::Outcome;
+pub(crate) use super::outcome::{AsOutcome, AsOverall, Finish};
 use crate::algorithm::{Quota, Reply, Spec};
 use crate::clock::Clock;
 use crate::failure::{Call, Guard};
@@ -228,18 +229,34 @@ impl Core {
         span: Option<&tracing::Span>,
     ) -> Pending<F::Output> {
         match self.store.decide(batch) {
-            Answer::One(ref reply) => self.ready(
-                ask.counted,
-                batch,
-                asked,
-                std::slice::from_ref(reply),
-                finish,
-            ),
+            Answer::One(ref reply) => self.ready_one(ask.counted, batch, asked, reply, finish),
             Answer::PerTarget(ref replies) => {
                 self.ready(ask.counted, batch, asked, replies, finish)
             }
             Answer::Later(store) => self.later(store, span.cloned(), ask, batch, asked, finish),
         }
+    }
+
+    /// One limit's decision made at once: counted, and finished from the
+    /// reply where the store wrote it (an `Outcome` in between was ~15
+    /// instructions of ~500 a GCRA decision, callgrind, 497 -> 493). The
+    /// deny cache, when asked, learns from the whole outcome.
+    #[inline(always)]
+    fn ready_one<F: Finish>(
+        &self,
+        counted: bool,
+        batch: &Batch<'_>,
+        asked: Option<u64>,
+        reply: &Reply,
+        finish: F,
+    ) -> Pending<F::Output> {
+        if asked.is_some() {
+            return self.ready(counted, batch, asked, std::slice::from_ref(reply), finish);
+        }
+        if counted {
+            self.metrics.decided(reply.reason(), false);
+        }
+        Pending::ready(Ok(finish.finish_reply(reply)))
     }
 
     /// A decision the store made at once, read where the store wrote it.
@@ -340,37 +357,6 @@ fn remember(cache: &DenyCache, key: &str, cost: u64, asked: u64, d: &Outcome) {
         cache.forget(key);
     } else {
         cache.put(key, cost, asked, d, &overall);
-    }
-}
-
-/// What a caller makes of the decisions, applied where they are made (see
-/// [`Core::run_into`]).
-pub(crate) trait Finish: Send + 'static {
-    /// What the caller gets.
-    type Output: Send + Unpin + 'static;
-    /// Make it.
-    fn finish(self, decided: Outcome) -> Self::Output;
-}
-
-/// The decisions themselves.
-pub(crate) struct AsOutcome;
-
-impl Finish for AsOutcome {
-    type Output = Outcome;
-    #[inline(always)]
-    fn finish(self, outcome: Outcome) -> Outcome {
-        outcome
-    }
-}
-
-/// What the decisions add up to.
-pub(crate) struct AsOverall;
-
-impl Finish for AsOverall {
-    type Output = Overall;
-    #[inline(always)]
-    fn finish(self, outcome: Outcome) -> Overall {
-        outcome.into_overall()
     }
 }
 

@@ -186,3 +186,49 @@ impl Overall {
         }
     }
 }
+
+/// What a caller makes of the decisions, applied where they are made (see
+/// `Core::run_into`).
+pub(crate) trait Finish: Send + 'static {
+    /// What the caller gets.
+    type Output: Send + Unpin + 'static;
+    /// Make it.
+    fn finish(self, decided: Outcome) -> Self::Output;
+    /// Make it of one limit's reply, read where the store wrote it.
+    #[inline(always)]
+    fn finish_reply(self, reply: &Reply) -> Self::Output
+    where
+        Self: Sized,
+    {
+        self.finish(Outcome(PerLimit::Replies(*reply, Vec::new())))
+    }
+}
+
+/// The decisions themselves.
+pub(crate) struct AsOutcome;
+
+impl Finish for AsOutcome {
+    type Output = Outcome;
+    #[inline(always)]
+    fn finish(self, outcome: Outcome) -> Outcome {
+        outcome
+    }
+}
+
+/// What the decisions add up to.
+pub(crate) struct AsOverall;
+
+impl Finish for AsOverall {
+    type Output = Overall;
+    #[inline(always)]
+    fn finish(self, outcome: Outcome) -> Overall {
+        outcome.into_overall()
+    }
+    #[inline(always)]
+    fn finish_reply(self, reply: &Reply) -> Overall {
+        Overall {
+            reply: *reply,
+            decision: None,
+        }
+    }
+}
