@@ -1,7 +1,8 @@
 //! Twin of `lease` in `lua/concurrency.lua`: at most `max` leases alive per
 //! key, each expiring `lease_ms` after it was taken.
 
-use super::spec::{ms, Reply, State, Write, SLACK_MS};
+use super::reply::Reply;
+use super::spec::{ms, State, Write, SLACK_MS};
 
 /// One lease operation on a key's leases: acquire (`write`, not `refund`),
 /// release (`refund`: the lease named `lease`), or count them (neither).

@@ -1,4 +1,5 @@
-use super::spec::{float, ms, units, Reply, Spec, State, Step, Write, SLACK_MS};
+use super::reply::Reply;
+use super::spec::{float, ms, units, Spec, State, Step, Write, SLACK_MS};
 use super::validate::{count, or_panic, schedule, tri, window, Invalid};
 use super::validate::{BURST, LIMIT, LONG_BURST, PERIOD};
 use crate::{ConfigError, Quota, Reason};

@@ -36,6 +36,7 @@ mod concurrency;
 mod fixed_window;
 mod gcra;
 mod limits;
+mod reply;
 mod sliding_log;
 mod sliding_window;
 mod spec;
@@ -49,7 +50,8 @@ pub use gcra::Gcra;
 pub use limits::{Limits, MAX_LIMITS};
 pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
-pub(crate) use spec::{Reply, Spec, State, Write};
+pub(crate) use reply::Reply;
+pub(crate) use spec::{Spec, State, Write};
 pub(crate) use usage::quota_used;
 
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm

@@ -1,4 +1,5 @@
-use super::spec::{reply, Reply, State, Step, Write, SLACK_MS};
+use super::reply::{reply, Reply};
+use super::spec::{State, Step, Write, SLACK_MS};
 use std::collections::VecDeque;
 
 /// Twin of `ALG.sl` in `lua/sliding_log.lua`. The log is kept sorted by time.

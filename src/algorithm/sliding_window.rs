@@ -1,4 +1,5 @@
-use super::spec::{floor, reply, Reply, State, Step, Write, SLACK_MS};
+use super::reply::{reply, Reply};
+use super::spec::{floor, State, Step, Write, SLACK_MS};
 
 /// Twin of `ALG.sw` in `lua/sliding_window.lua`.
 pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: Step) -> (Reply, Write) {
