@@ -13,7 +13,7 @@
 use super::allotments::Allotments;
 use super::deny_cache::DenyCache;
 use super::outcome::Outcome;
-pub(crate) use super::outcome::{AsOutcome, AsOverall, Finish};
+use super::outcome::{AsOutcome, Finish};
 use crate::algorithm::{Quota, Reply, Spec};
 use crate::clock::Clock;
 use crate::failure::{Call, Guard};

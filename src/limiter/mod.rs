@@ -10,8 +10,9 @@ mod outcome;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
-pub(crate) use self::core::{AsOverall, Ask, Core, Plan};
+pub(crate) use self::core::{Ask, Core, Plan};
 pub use self::hot_keys::HotKeys;
+use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
 pub(crate) use crate::pending::Pending;
 

@@ -2,7 +2,8 @@
 //! or a store call of the same path decides the request and takes a slice.
 
 use super::{Allotments, Step, TakeDone};
-use crate::limiter::core::{AsOutcome, Ask, Core, Finish};
+use crate::limiter::core::{Ask, Core};
+use crate::limiter::outcome::{AsOutcome, Finish};
 use crate::pending::Pending;
 use crate::store::Mode;
 use std::sync::Arc;
