@@ -77,12 +77,6 @@ impl Reply {
         self.reason == Reason::WithinLimit
     }
 
-    /// Why: admitted, over the limit, or a cost that can never fit.
-    #[inline(always)]
-    pub(crate) fn reason(self) -> Reason {
-        self.reason
-    }
-
     /// The decision this reply reads as: admitted within the limit, denied
     /// over it (with the wait), or denied for a cost that can never fit
     /// (no wait).
@@ -90,7 +84,7 @@ impl Reply {
     pub(crate) fn decision(self) -> Decision {
         let d = |v: i64| Duration::from_millis(v.max(0).unsigned_abs());
         Decision::new(
-            self.reason(),
+            self.reason,
             self.limit.max(0).unsigned_abs(),
             self.remaining.max(0).unsigned_abs(),
             d(self.reset_ms),

@@ -255,7 +255,7 @@ impl Core {
             return self.ready(counted, batch, asked, std::slice::from_ref(reply), finish);
         }
         if counted {
-            self.metrics.decided(reply.reason(), false);
+            self.metrics.decided(reply.reason, false);
         }
         Pending::ready(Ok(finish.finish_reply(reply)))
     }

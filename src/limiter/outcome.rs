@@ -65,7 +65,7 @@ impl Outcome {
     #[inline(always)]
     pub(crate) fn outcome(&self) -> (Reason, bool) {
         match &self.0 {
-            PerLimit::Replies(first, rest) if rest.is_empty() => (first.reason(), false),
+            PerLimit::Replies(first, rest) if rest.is_empty() => (first.reason, false),
             _ => {
                 let d = self.overall();
                 (d.reason(), d.is_degraded())
