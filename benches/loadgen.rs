@@ -50,6 +50,13 @@
 //!    captured (`now` = '', Redis reads TIME) and with the client's `now` as
 //!    the textbook script gets it (like for like).
 //!
+//! 7. **Redis's own ceiling**: `redis-server`'s whole CPU (user + system,
+//!    from `/proc`, so on this machine only) a decision in 4 and a call of
+//!    the lesson's script in 3, with how busy Redis was. With Redis
+//!    saturated by floodgate, the × lesson ratio could be at most
+//!    (1 / CPU a decision) / the lesson's rate: the row's ceiling whatever
+//!    the client does.
+//!
 //! Client, `redis-benchmark` and `redis-server` share the machine's cores
 //! (`nproc` is printed): compare the ratios, not the absolute numbers.
 
@@ -361,6 +368,12 @@ fn rb_rps(cmd: &mut Command) -> f64 {
         })
 }
 
+/// `redis-server`'s CPU time so far, in seconds (0 where `/proc` cannot
+/// tell: a server on another machine).
+fn redis_cpu(redis: &Redis) -> f64 {
+    support::process_cpu(redis.pid()).map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// redis-benchmark -c 50 -P 16 running the lesson's one-key token bucket
 /// script (`tests/baseline/textbook_token_bucket.lua`, loaded as `sha`) on
 /// `-r 10000` keys: ARGV capacity, rate, now (fixed: redis-benchmark
@@ -623,6 +636,14 @@ struct Row {
     rb_p16: f64,
     /// redis-benchmark -P16 running the lesson's one-key token bucket.
     rb_lesson: f64,
+    /// `redis-server`'s CPU (user + system, from `/proc`) a call of the
+    /// lesson's script under redis-benchmark, and its share of the wall
+    /// time (1.0: Redis saturated).
+    redis_cpu_lesson: f64,
+    redis_busy_lesson: f64,
+    /// The same a floodgate decision, in the closed loop.
+    redis_cpu_fg: f64,
+    redis_busy_fg: f64,
     /// Redis' µs (commandstats) per decision under `Limiter::check`.
     usec_per_decision: f64,
     /// The same two with one call per decision, in the same run.
@@ -750,16 +771,27 @@ fn main() {
                 row.rb_p1 = redis_benchmark(&redis, &cap, n1, 1).0;
                 // (b'): the lesson's one-key token bucket script, -P16.
                 warm(&redis);
+                let (cpu0, wall0) = (redis_cpu(&redis), Instant::now());
                 let (rps, shown) = rb_lesson(&redis, &textbook_sha("textbook_token_bucket"), n16);
+                let (cpu, wall) = (redis_cpu(&redis) - cpu0, wall0.elapsed().as_secs_f64());
                 row.rb_lesson = rps;
+                row.redis_cpu_lesson = cpu * 1e6 / n16 as f64;
+                row.redis_busy_lesson = cpu / wall;
                 if run == 0 && commands.len() == 1 {
                     commands.push(format!("# the lesson's token bucket script\n{shown}"));
                 }
 
                 // (c): floodgate, closed loop.
                 warm(&redis);
+                let cpu0 = std::cell::Cell::new(0.0);
                 let (rate, admitted, errors, decisions) =
-                    closed_loop(&rt, &check, opts.run_time(), || redis.reset_stats());
+                    closed_loop(&rt, &check, opts.run_time(), || {
+                        redis.reset_stats();
+                        cpu0.set(redis_cpu(&redis));
+                    });
+                let cpu = redis_cpu(&redis) - cpu0.get();
+                row.redis_cpu_fg = cpu * 1e6 / decisions as f64;
+                row.redis_busy_fg = cpu * rate / decisions as f64;
                 let (fcall, usec) = redis.command_stats("fcall");
                 // deadpool-redis recycles a connection on every checkout
                 // with UNWATCH + PING (one pipelined round trip).
@@ -934,6 +966,29 @@ fn report(opts: &Opts, results: &[Vec<(String, Traffic, Row)>], version: &str) {
             col(&|r| r.admitted_fg_drv) * 100.0,
             col(&|r| r.admitted_textbook_drv) * 100.0,
             col(&|r| r.fg_usec_live)
+        );
+    }
+    println!();
+    println!(
+        "Redis's own ceiling for the × lesson row: redis-server's CPU (user + system, /proc) \
+         a floodgate decision and a call of the lesson's script, each with Redis's busy share \
+         of the wall time; with Redis saturated by floodgate, the ratio would be at most \
+         (1 / µs a decision) / the lesson's rate:"
+    );
+    for i in 0..n {
+        let (name, t, _) = &results[0][i];
+        let col = |f: &dyn Fn(&Row) -> f64| -> f64 {
+            median(&results.iter().map(|r| f(&r[i].2)).collect::<Vec<_>>())
+        };
+        println!(
+            "  {name} {}: {:.2} µs a decision ({:.0}% busy) / {:.2} µs a lesson call ({:.0}% busy): \
+             ceiling {:.2}× the lesson's rate",
+            t.name(),
+            col(&|r| r.redis_cpu_fg),
+            col(&|r| r.redis_busy_fg) * 100.0,
+            col(&|r| r.redis_cpu_lesson),
+            col(&|r| r.redis_busy_lesson) * 100.0,
+            col(&|r| 1e6 / r.redis_cpu_fg / r.rb_lesson),
         );
     }
 }
