@@ -6,6 +6,7 @@
 //! cargo bench --bench loadgen -- --runs 3     # medians of 3 runs, ~4 min
 //! cargo bench --bench loadgen -- --quick      # smoke pass, ~20 s
 //! cargo bench --bench loadgen -- --only gcra,token_bucket --no-deny
+//! cargo bench --bench loadgen -- --only token_bucket --no-deny --loop-secs 20   # to profile Redis
 //! REDIS_URL=redis://127.0.0.1:7000 cargo bench --bench loadgen   # existing server
 //! FLOODGATE_MAX_PER_CALL=1 cargo bench --bench loadgen   # one call per decision
 //! ```
@@ -103,6 +104,9 @@ struct Opts {
     only: Option<Vec<String>>,
     /// The open-loop rate as a share of the closed-loop rate (default ½).
     latency_at: f64,
+    /// How long each closed and open loop runs (`--loop-secs`; default
+    /// 1.5 s, 0.4 s with `--quick`): longer to profile one.
+    loop_secs: Option<f64>,
 }
 
 impl Opts {
@@ -113,6 +117,7 @@ impl Opts {
             deny: true,
             only: None,
             latency_at: 0.5,
+            loop_secs: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -135,9 +140,16 @@ impl Opts {
                         .and_then(|n| n.parse().ok())
                         .expect("--latency-at 0.5");
                 }
+                "--loop-secs" => {
+                    o.loop_secs = Some(
+                        args.next()
+                            .and_then(|n| n.parse().ok())
+                            .expect("--loop-secs 1.5"),
+                    );
+                }
                 "--bench" => {} // passed by `cargo bench`, if run that way
                 other => {
-                    panic!("unknown argument {other}; use --quick, --runs N, --no-deny, --only a,b, --latency-at F")
+                    panic!("unknown argument {other}; use --quick, --runs N, --no-deny, --only a,b, --latency-at F, --loop-secs S")
                 }
             }
         }
@@ -152,7 +164,10 @@ impl Opts {
         }
     }
     fn run_time(&self) -> Duration {
-        Duration::from_millis(if self.quick { 400 } else { 1_500 })
+        match self.loop_secs {
+            Some(secs) => Duration::from_secs_f64(secs),
+            None => Duration::from_millis(if self.quick { 400 } else { 1_500 }),
+        }
     }
     fn driver_calls(&self) -> u64 {
         if self.quick {
