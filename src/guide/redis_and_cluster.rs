@@ -60,12 +60,13 @@
 //!
 //! Tuning [`RedisStore`] rarely matters: it shares 2 multiplexed connections
 //! ([`connections`](crate::store::RedisStore::connections)), each of which
-//! pipelines every concurrent call, so a decision is one `FCALL` round
-//! trip with no connection checkout. BENCHMARKS.md measured 50 000 to
-//! 70 000 decisions per second from one client process on a busy 2-core
-//! machine, within 3 to 15 % of the bare Redis call; Redis spends about 10 µs
-//! of CPU per decision, so one Redis core takes on the order of 100 000 per
-//! second. Authentication and the database are in the URL
+//! pipelines every concurrent call, and decisions made at the same moment
+//! share one call ([below](#many-decisions-per-call)), with no connection
+//! checkout. BENCHMARKS.md measured about 140 000 decisions per second
+//! from one client process (64 tasks) on a 2-core machine, Redis on one
+//! core and the client on the other. There Redis was over 90 % busy,
+//! spending 6 to 7 µs of its CPU per decision, so one Redis core takes on
+//! the order of 150 000 a second. Authentication and the database are in the URL
 //! (`redis://user:password@host:6379/0`); TLS is `rediss://`, Sentinel
 //! `redis+sentinel://`: the URL for each managed service, the ACL
 //! floodgate needs and the eviction policy to choose are in
