@@ -62,12 +62,13 @@
 //! ([`connections`](crate::store::RedisStore::connections)), each of which
 //! pipelines every concurrent call, and decisions made at the same moment
 //! share one call ([below](#many-decisions-per-call)), with no connection
-//! checkout. BENCHMARKS.md measured about 140 000 decisions per second
-//! from one client process (64 tasks) on a 2-core machine, Redis on one
+//! checkout. BENCHMARKS.md measured 140 000 to 240 000 decisions per
+//! second from one client process (64 tasks) on 2-core VMs, Redis on one
 //! core and the client on the other. There Redis was over 90 % busy,
-//! spending 6 to 7 µs of its CPU per decision, so one Redis core takes on
-//! the order of 150 000 a second. Authentication and the database are in the URL
-//! (`redis://user:password@host:6379/0`); TLS is `rediss://`, Sentinel
+//! spending 4 to 7 µs of its CPU per decision (by VM), so one Redis core
+//! takes on the order of 150 000 to 250 000 a second. Authentication and
+//! the database are in the URL (`redis://user:password@host:6379/0`); TLS
+//! is `rediss://`, Sentinel
 //! `redis+sentinel://`: the URL for each managed service, the ACL
 //! floodgate needs and the eviction policy to choose are in
 //! [`deploying`](super::deploying).
