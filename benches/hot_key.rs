@@ -95,8 +95,8 @@ impl Target {
 }
 
 /// One admission, by the client's clock (ms): `sent` before its call,
-/// `answered` after it. Redis decided it in between, by the same clock
-/// (its `TIME`, on this machine).
+/// `answered` after it. It was decided in between, by the same clock:
+/// by Redis at its `TIME` (on this machine), or here from a slice.
 struct Admission {
     sent: u64,
     answered: u64,
@@ -205,8 +205,8 @@ fn windows(r: &Run, limit: u64) -> (f64, f64) {
 
 /// The token bucket: admitted ÷ (capacity + rate × duration), and the
 /// largest excess over `capacity + rate × interval` in any run of whole
-/// 10 ms bins, counting the admissions sent and answered inside it: Redis
-/// decided each of those inside it, so an excess is a real one. (Counted by
+/// 10 ms bins, counting the admissions sent and answered inside it: each
+/// of those was decided inside it, so an excess is a real one. (Counted by
 /// the time sent alone, a request that waited in flight counts early, and
 /// a bucket that is exact seems to overshoot by a round trip's refill.)
 fn bucket(r: &Run, limit: u64) -> (f64, i64) {
