@@ -114,9 +114,31 @@ impl SentinelSet {
             primary: primary_port,
         };
         std::fs::create_dir_all(&set.dir).expect("temp dir for the sentinels");
+        let replica_port = set.nodes[1].port();
+        // Through `url`: without the password before it is set (AUTH to a
+        // server without one is an error), with it after.
+        let in_sync = |url: &str| {
+            super::admin_connection(url)
+                .and_then(|mut c| {
+                    redis::cmd("INFO")
+                        .arg("replication")
+                        .query::<String>(&mut c)
+                })
+                .is_ok_and(|i| i.contains("master_link_status:up"))
+        };
+        let plain_url = format!("redis://127.0.0.1:{replica_port}");
+        eventually(
+            "the replica in sync with the primary",
+            // Sets start in parallel (one per test): 10 s was short once.
+            Duration::from_secs(30),
+            || in_sync(&plain_url),
+        );
         if let Some(pw) = password {
-            // Set after the start, so that the harness's readiness probe
-            // (no password) saw both nodes up.
+            // Set once the replica is in sync: the harness's readiness
+            // probe (no password) saw both nodes up, and the replica's link,
+            // authenticated before `requirepass`, stays up. Set during the
+            // replica's first handshake, it could miss its AUTH step and
+            // leave the link down (CI saw it: not in sync within 30 s).
             for n in &set.nodes {
                 n.cmd::<()>(&["CONFIG", "SET", "masterauth", pw]);
             }
@@ -124,16 +146,13 @@ impl SentinelSet {
                 n.cmd::<()>(&["CONFIG", "SET", "requirepass", pw]);
             }
         }
-        let replica_port = set.nodes[1].port();
-        eventually(
-            "the replica in sync with the primary",
-            // Sets start in parallel (one per test): 10 s was short once.
-            Duration::from_secs(30),
-            || {
-                set.node_query::<String>(replica_port, &["INFO", "replication"])
-                    .is_ok_and(|i| i.contains("master_link_status:up"))
-            },
-        );
+        if password.is_some() {
+            eventually(
+                "the replica still in sync once passwords are set",
+                Duration::from_secs(30),
+                || in_sync(&set.node_url(replica_port)),
+            );
+        }
         for _ in 0..3 {
             let s = set.spawn_sentinel();
             set.sentinels.push(s);
