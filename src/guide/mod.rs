@@ -187,9 +187,3 @@ pub mod metrics_and_tracing;
 pub mod redis_and_cluster;
 pub mod several_limits;
 pub mod testing;
-
-/// The README's Rust blocks, compiled and run as doctests so that it stays
-/// true.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;
