@@ -304,6 +304,7 @@ impl Core {
                 cost,
                 mode,
                 lease: &lease,
+                store: &core.store,
             };
             let each = core.guard.call(store, &call).await;
             core.metrics

@@ -64,6 +64,11 @@ impl Store {
         Self { backend }
     }
 
+    /// Where the store's calls go, for messages.
+    pub(crate) fn place(&self) -> String {
+        self.backend.place()
+    }
+
     /// Where the keys `{prefix}:{name}:{tag}:{…}` live: made once per limit,
     /// when a limiter is built.
     pub(crate) fn namespace(&self, prefix: &str, name: &str, tag: &str) -> Namespace {
@@ -168,4 +173,9 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn namespace(&self, head: &str) -> Namespace;
     /// Decide `batch`.
     fn decide(&self, batch: &Batch<'_>) -> Answer;
+    /// Where the store's calls go, for messages (`redis at host:port`). A
+    /// store that never waits is never named in one.
+    fn place(&self) -> String {
+        "the store".to_owned()
+    }
 }

@@ -25,6 +25,7 @@ use self::connect::Links;
 use self::invoke::{Remote, Transport};
 use self::joined::Joiner;
 use self::server::ServerConnector;
+use crate::store::error::Trust;
 use crate::store::{Store, StoreError};
 use crate::ConfigError;
 use redis::{Cmd, Value};
@@ -111,7 +112,7 @@ impl RedisStore {
     ///   honours `SSL_CERT_FILE` and `SSL_CERT_DIR`); for a CA of your own
     ///   or a client certificate, see [`builder`](Self::builder). A
     ///   `#insecure` fragment skips verification (tests only: a warning is
-    ///   logged once). TLS is rustls with its `ring` cryptography, which
+    ///   logged once). TLS is rustls with its `aws-lc-rs` cryptography, which
     ///   floodgate installs as the process's rustls provider unless the app
     ///   installed one first;
     /// * `redis+sentinel://[user:password@]host:port[,host:port...]/service_name[/db]`:
@@ -147,7 +148,11 @@ impl RedisStore {
     pub fn from_client(client: redis::Client) -> Self {
         tls::tls_provider();
         let to = format!("redis at {}", client.get_connection_info().addr());
-        let connector = ServerConnector::Direct { client, to };
+        let connector = ServerConnector::Direct {
+            client,
+            to,
+            trust: Trust::AppClient,
+        };
         let links = Links::new(connector, DEFAULT_CONNECTIONS, DEFAULT_CONNECT_TIMEOUT);
         Self::over(links, joined::DEFAULT_MAX)
     }
@@ -245,9 +250,9 @@ impl RedisStore {
         let probe = async {
             let transport = self.remote.transport();
             let (address, tls) = match transport {
-                ServerTransport::Links(l) => (l.connector().to().to_owned(), l.connector().tls()),
+                ServerTransport::Links(l) => (l.connector().address(), l.connector().tls()),
                 #[cfg(feature = "deadpool")]
-                ServerTransport::Pool(_) => ("redis (pool)".to_owned(), false),
+                ServerTransport::Pool(_) => (None, false),
             };
             let hello = transport.send(&redis::cmd("HELLO"), false).await;
             // The connection failed: nothing more to learn.
@@ -260,6 +265,15 @@ impl RedisStore {
             }
             // All default sections: Redis 6 takes at most one section name.
             let info = transport.send(&redis::cmd("INFO"), false).await;
+            let address = if let Some(a) = address {
+                a
+            } else {
+                let mut client_info = redis::cmd("CLIENT");
+                client_info.arg("INFO");
+                let reply = transport.send(&client_info, false).await;
+                let reached = reply.ok().as_ref().and_then(probe::local_address);
+                reached.unwrap_or_else(|| "unknown".to_owned())
+            };
             let mut warnings = Vec::new();
             let node = probe::node(
                 address,
@@ -271,9 +285,13 @@ impl RedisStore {
             );
             probe::decide_once(&self.remote, prefix, vec![node], warnings).await
         };
-        tokio::time::timeout(probe::PROBE_TIMEOUT, probe)
+        let within = probe::PROBE_TIMEOUT;
+        tokio::time::timeout(within, probe)
             .await
-            .unwrap_or_else(|_| Err(StoreError::timeout()))
+            .unwrap_or_else(|_| {
+                let place = self.remote.transport().place();
+                Err(StoreError::timeout(&place, "the probe", within))
+            })
     }
 }
 
@@ -300,6 +318,14 @@ impl Transport for ServerTransport {
             ServerTransport::Links(links) => links.load(key).await,
             #[cfg(feature = "deadpool")]
             ServerTransport::Pool(pool) => pool.load(key).await,
+        }
+    }
+
+    fn place(&self) -> String {
+        match self {
+            ServerTransport::Links(links) => links.place(),
+            #[cfg(feature = "deadpool")]
+            ServerTransport::Pool(_) => "redis through the app's pool".to_owned(),
         }
     }
 }
