@@ -11,7 +11,9 @@ use std::time::Duration;
 ///
 /// The cheapest algorithm, and the loosest: a client that times its bursts
 /// to a window boundary gets up to twice the limit within a moment. Use it
-/// for coarse quotas (per day), where a brief 2× does not matter.
+/// for coarse quotas (per day), where a brief 2× does not matter. Every
+/// key's windows end at the same instant, unless
+/// [jittered](Self::jittered).
 ///
 /// ```
 /// use floodgate::algorithm::FixedWindow;
