@@ -31,7 +31,8 @@ const KEYS: u8 = 3;
 
 twins::twins_tests!(script_equals_twin: run_cases, KEYS);
 
-/// One of the six algorithms with random small parameters.
+/// One of the six algorithms with random small parameters (the windows
+/// jittered or not).
 #[derive(Debug, Clone)]
 enum AnyAlg {
     Fixed(FixedWindow),
@@ -46,10 +47,16 @@ fn any_algorithm() -> impl Strategy<Value = AnyAlg> {
     prop_oneof![
         (1..15u64, window())
             .prop_map(|(l, w)| AnyAlg::Fixed(FixedWindow::new(l, Duration::from_millis(w)))),
+        (1..15u64, window()).prop_map(|(l, w)| AnyAlg::Fixed(
+            FixedWindow::new(l, Duration::from_millis(w)).jittered()
+        )),
         (1..15u64, window())
             .prop_map(|(l, w)| AnyAlg::Log(SlidingLog::new(l, Duration::from_millis(w)))),
         (1..15u64, window())
             .prop_map(|(l, w)| AnyAlg::Sliding(SlidingWindow::new(l, Duration::from_millis(w)))),
+        (1..15u64, window()).prop_map(|(l, w)| AnyAlg::Sliding(
+            SlidingWindow::new(l, Duration::from_millis(w)).jittered()
+        )),
         (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Token(TokenBucket::new(c, r))),
         (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Leaky(LeakyBucket::new(c, r))),
         (1..15u64, window(), 1..15u64).prop_map(|(l, p, b)| AnyAlg::Gcra(

@@ -35,6 +35,7 @@ mod buckets;
 mod concurrency;
 mod fixed_window;
 mod gcra;
+mod jitter;
 mod limits;
 mod reply;
 mod sliding_log;

@@ -2,7 +2,7 @@
 //! state of one key, and its in-memory twin. Nothing here knows a store.
 
 use super::reply::Reply;
-use super::{concurrency, fixed_window, gcra, sliding_log, sliding_window, Quota};
+use super::{concurrency, fixed_window, gcra, jitter, sliding_log, sliding_window, Quota};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -11,17 +11,22 @@ use std::time::Duration;
 /// twin compute with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Spec {
+    /// `jittered`: each key's windows start at its own offset
+    /// ([`Spec::offset`]).
     FixedWindow {
         limit: u64,
         window_ms: u64,
+        jittered: bool,
     },
     SlidingLog {
         limit: u64,
         window_ms: u64,
     },
+    /// As the fixed window.
     SlidingWindow {
         limit: u64,
         window_ms: u64,
+        jittered: bool,
     },
     /// `interval_ms` = 1000 / rate: the time one token takes, computed
     /// once here and sent to the script as it is.
@@ -86,12 +91,20 @@ pub(crate) const SLACK_MS: f64 = 1000.0;
 
 impl Spec {
     /// The namespace of this algorithm's keys: state is shared exactly by
-    /// limits of the same name and tag.
+    /// limits of the same name and tag. Also the algorithm's name in the
+    /// Redis code (`ALG[tag]`). A jittered window has a tag of its own: its
+    /// state counts other windows than the aligned one's.
     pub(crate) fn tag(&self) -> &'static str {
         match self {
-            Spec::FixedWindow { .. } => "fw",
+            Spec::FixedWindow {
+                jittered: false, ..
+            } => "fw",
+            Spec::FixedWindow { jittered: true, .. } => "fwj",
             Spec::SlidingLog { .. } => "sl",
-            Spec::SlidingWindow { .. } => "sw",
+            Spec::SlidingWindow {
+                jittered: false, ..
+            } => "sw",
+            Spec::SlidingWindow { jittered: true, .. } => "swj",
             Spec::TokenBucket { .. } => "tb",
             Spec::LeakyBucket { .. } => "lb",
             Spec::Gcra { .. } => "gcra",
@@ -122,9 +135,13 @@ impl Spec {
     /// The limit as it reads on the wire.
     pub(crate) fn quota(&self) -> Quota {
         let (units, window_ms) = match *self {
-            Spec::FixedWindow { limit, window_ms }
+            Spec::FixedWindow {
+                limit, window_ms, ..
+            }
             | Spec::SlidingLog { limit, window_ms }
-            | Spec::SlidingWindow { limit, window_ms } => (limit, window_ms as f64),
+            | Spec::SlidingWindow {
+                limit, window_ms, ..
+            } => (limit, window_ms as f64),
             Spec::TokenBucket { capacity, rate, .. } | Spec::LeakyBucket { capacity, rate, .. } => {
                 (capacity, capacity as f64 / rate * 1000.0)
             }
@@ -139,10 +156,32 @@ impl Spec {
         }
     }
 
+    /// Where `key`'s windows start, in ms past the aligned ones: its
+    /// offset in `0..window_ms` for a jittered window
+    /// (`algorithm/jitter.rs`), else `None` (no parameter of its own on
+    /// the wire).
+    #[inline]
+    pub(crate) fn offset(&self, key: &str) -> Option<u64> {
+        match *self {
+            Spec::FixedWindow {
+                window_ms,
+                jittered: true,
+                ..
+            }
+            | Spec::SlidingWindow {
+                window_ms,
+                jittered: true,
+                ..
+            } => Some(jitter::offset(key, window_ms)),
+            _ => None,
+        }
+    }
+
     /// The in-memory twin: the Lua code's decision, computed the same way.
     /// `cost` must already be clamped; `lease` names the lease a
-    /// concurrency limit acquires or releases (ignored by the others).
-    /// Writes the new state only if `write`.
+    /// concurrency limit acquires or releases (ignored by the others);
+    /// `key` is the user key (a jittered window's offset). Writes the new
+    /// state only if `write`.
     ///
     /// `#[inline(always)]`, and the schedule with it: a call of its own
     /// was ~35 instructions of ~560 a GCRA decision (its frame, its
@@ -158,7 +197,7 @@ impl Spec {
         now: u64,
         cost: u64,
         (refund, write): (bool, bool),
-        lease: &str,
+        (lease, key): (&str, &str),
     ) -> (Reply, Write) {
         let at = Step {
             now: float(now),
@@ -166,16 +205,41 @@ impl Spec {
             refund,
             write,
         };
-        match *self {
-            Spec::FixedWindow { limit, window_ms } => {
-                fixed_window::decide((limit as f64, window_ms as f64), state, at)
+        // A jittered window is the aligned one on a clock `offset` behind:
+        // its windows start at `k × window + offset`, and every duration
+        // it answers is a difference of times on that clock.
+        let shifted = |jittered: bool, window_ms: u64| {
+            if jittered {
+                Step {
+                    now: at.now - float(jitter::offset(key, window_ms)),
+                    ..at
+                }
+            } else {
+                at
             }
+        };
+        match *self {
+            Spec::FixedWindow {
+                limit,
+                window_ms,
+                jittered,
+            } => fixed_window::decide(
+                (limit as f64, window_ms as f64),
+                state,
+                shifted(jittered, window_ms),
+            ),
             Spec::SlidingLog { limit, window_ms } => {
                 sliding_log::decide((limit as f64, window_ms as f64), state, at)
             }
-            Spec::SlidingWindow { limit, window_ms } => {
-                sliding_window::decide((limit as f64, window_ms as f64), state, at)
-            }
+            Spec::SlidingWindow {
+                limit,
+                window_ms,
+                jittered,
+            } => sliding_window::decide(
+                (limit as f64, window_ms as f64),
+                state,
+                shifted(jittered, window_ms),
+            ),
             // One arm for the three, the schedule inlined here (see above).
             Spec::TokenBucket {
                 capacity: units,

@@ -196,6 +196,7 @@ pub(super) async fn decide_once<T: Transport>(
     let spec = Spec::FixedWindow {
         limit: 1,
         window_ms: 1_000,
+        jittered: false,
     };
     let target = Target {
         ns: remote.namespace(&crate::store::key::head(
