@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! cargo run --example config_file --features serde
-//! FLOODGATE_API__LIMITS__SECOND="2/s" cargo run --example config_file --features serde
+//! FLOODGATE_API__LIMITS__SECOND="50/s burst 100" cargo run --example config_file --features serde
 //! cargo run --example config_file --features serde -- path/to/limits.toml
 //! ```
 //!
@@ -66,7 +66,15 @@ struct File {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() {
+    // Errors as their messages (which name the field), not as `Debug`.
+    if let Err(e) = run().await {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/examples/config_file.toml").into()
     });
@@ -79,7 +87,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => {
             // figment says which key, and which file or variable it came from.
             for e in e {
-                eprintln!("{path}: {e}");
+                eprintln!("{e}");
             }
             std::process::exit(1);
         }

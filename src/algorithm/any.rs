@@ -17,7 +17,8 @@ use std::sync::Arc;
 /// # fn main() -> Result<(), floodgate::ConfigError> {
 /// use floodgate::algorithm::{AnyAlgorithm, Gcra, Limits, SlidingLog};
 /// use floodgate::{store::MemoryStore, Limiter};
-/// ///
+/// use std::time::Duration;
+///
 /// let strict = true; // read from somewhere at run time
 /// let login: AnyAlgorithm = if strict {
 ///     SlidingLog::try_new(5, Duration::from_secs(900))?.into()

@@ -32,7 +32,7 @@
 //! timeout = "100ms"
 //! on_store_failure = "fail_open"
 //! circuit_breaker = { failures = 5, cool_down = "500ms" }
-//! hot_keys = { servers = 8 }
+//! hot_keys = { servers = 2 }
 //!
 //! [api.limits]
 //! second = "20/s burst 40"
@@ -99,7 +99,7 @@
 //!     timeout = "100ms"
 //!     on_store_failure = "fail_open"
 //!     circuit_breaker = { failures = 5, cool_down = "500ms" }
-//!     hot_keys = { servers = 8 }
+//!     hot_keys = { servers = 2 }
 //!
 //!     [api.limits]
 //!     second = "20/s burst 40"
@@ -135,10 +135,10 @@
 //! day = { algorithm = "fixed_window", limit = 100000, window = "0d" }
 //! "#).unwrap_err();
 //! assert_eq!(e.to_string(), "\
-//! TOML parse error at line 3, column 61
+//! TOML parse error at line 3, column 62
 //!   |
 //! 3 | day = { algorithm = \"fixed_window\", limit = 100000, window = \"0d\" }
-//!   |                                                             ^^^^
+//!   |                                                              ^^^^
 //! invalid `window`: must be at least 1 ms
 //! ");
 //! ```
