@@ -11,7 +11,7 @@ use floodgate::store::MemoryStore;
 use floodgate::{ConfigError, HotKeys, Limiter};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::fmt::Debug;
+use std::fmt::{Debug, Write};
 use std::time::Duration;
 
 fn secs(n: u64) -> Duration {
@@ -64,7 +64,7 @@ fn to_json(value: &str) -> String {
         match part.split_once(" = ") {
             Some((key, rest)) => {
                 let key = key.trim().trim_matches('"');
-                out.push_str(&format!(" \"{key}\": {rest}"));
+                let _ = write!(out, " \"{key}\": {rest}");
             }
             None => out.push_str(part),
         }
@@ -129,7 +129,7 @@ fn token_bucket_short_and_table() {
         r#""10/s burst 20""#,
         r#""10/sec burst 20""#,
         r#""token_bucket 10/second burst 20""#,
-        r#"{ capacity = 20, refill_per_sec = 10 }"#,
+        "{ capacity = 20, refill_per_sec = 10 }",
         r#"{ algorithm = "token_bucket", capacity = 20, refill_per_sec = 10.0 }"#,
     ] {
         reads(text, &want);
@@ -144,7 +144,7 @@ fn leaky_bucket_short_and_table() {
     for text in [
         r#""10/s burst 20""#,
         r#""leaky_bucket 10/s burst 20""#,
-        r#"{ capacity = 20, leak_per_sec = 10 }"#,
+        "{ capacity = 20, leak_per_sec = 10 }",
         r#"{ algorithm = "leaky_bucket", capacity = 20, leak_per_sec = 10.0 }"#,
     ] {
         reads(text, &want);
@@ -441,7 +441,7 @@ fn invalid_limits_are_refused_naming_their_field() {
     let mut text = String::from("{ l0 = \"1/s\"");
     for i in 1..MAX_LIMITS {
         many = many.try_with(&format!("l{i}"), one).unwrap();
-        text.push_str(&format!(", l{i} = \"1/s\""));
+        let _ = write!(text, ", l{i} = \"1/s\"");
     }
     let over = message(many.try_with("over", one).unwrap_err());
     refused::<Limits>(&format!("{text}, over = \"1/s\" }}"), &over);
@@ -476,7 +476,7 @@ fn invalid_settings_are_refused_as_build_refuses_them() {
         &cb(1, Duration::from_micros(1_500)),
     );
     refused::<CircuitBreaker>(
-        r#"{ enabled = false, failures = 3 }"#,
+        "{ enabled = false, failures = 3 }",
         "invalid `enabled`: a disabled circuit breaker takes no `failures` or `cool_down`",
     );
 

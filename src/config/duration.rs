@@ -25,7 +25,7 @@
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
-use std::fmt;
+use std::fmt::{self, Write};
 use std::time::Duration;
 
 /// What a duration looks like, for error messages.
@@ -75,7 +75,7 @@ pub(crate) fn format(d: Duration) -> String {
     let mut out = String::new();
     for (size, unit) in UNITS {
         if left >= size {
-            out.push_str(&format!("{}{unit}", left / size));
+            let _ = write!(out, "{}{unit}", left / size);
             left %= size;
         }
     }

@@ -91,20 +91,6 @@ trait Check<'de>: Deserialize<'de> {
     fn check<E: de::Error>(self) -> Result<Self::Output, E>;
 }
 
-impl<'de> Check<'de> for HotKeysFields {
-    type Output = HotKeys;
-    fn check<E: de::Error>(self) -> Result<HotKeys, E> {
-        HotKeysFields::check(self)
-    }
-}
-
-impl<'de> Check<'de> for BreakerFields {
-    type Output = CircuitBreaker;
-    fn check<E: de::Error>(self) -> Result<CircuitBreaker, E> {
-        BreakerFields::check(self)
-    }
-}
-
 impl<'de, T: Check<'de>> Visitor<'de> for Checked<T> {
     type Value = T::Output;
 
@@ -123,8 +109,9 @@ impl<'de> Deserialize<'de> for HotKeys {
     }
 }
 
-impl HotKeysFields {
-    #[allow(clippy::unnecessary_wraps)] // the shape of `Fields::check`
+impl Check<'_> for HotKeysFields {
+    type Output = HotKeys;
+
     fn check<E: de::Error>(self) -> Result<HotKeys, E> {
         let f = self;
         let mut hot = HotKeys::new(f.servers);
@@ -220,7 +207,9 @@ impl<'de> Deserialize<'de> for CircuitBreaker {
     }
 }
 
-impl BreakerFields {
+impl Check<'_> for BreakerFields {
+    type Output = CircuitBreaker;
+
     fn check<E: de::Error>(self) -> Result<CircuitBreaker, E> {
         let f = self;
         if f.enabled == Some(false) {

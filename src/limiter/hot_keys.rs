@@ -130,7 +130,7 @@ impl HotKeys {
         self.servers
     }
 
-    /// Its three settings: servers, threshold and max_keys.
+    /// Its three settings: `servers`, `threshold` and `max_keys`.
     pub(crate) const fn settings(&self) -> (u32, u32, usize) {
         (self.servers, self.threshold, self.max_keys)
     }
