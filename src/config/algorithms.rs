@@ -91,6 +91,9 @@ fn from_rate(r: Rate, want: Option<Kind>) -> Result<AnyAlgorithm, ConfigError> {
 }
 
 /// The algorithm a table says, through its constructor.
+///
+/// The jitter branch's `jitter = true` (fixed and sliding windows) is read
+/// into `Fields` and applied here, as `.jittered()` on the window built.
 fn from_fields<E: de::Error>(f: &Fields, want: Option<Kind>) -> Result<AnyAlgorithm, E> {
     let kind = f.kind(want)?;
     let limit = || required(f.limit, "limit");
