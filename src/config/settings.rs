@@ -113,12 +113,11 @@ impl Check<'_> for HotKeysFields {
     type Output = HotKeys;
 
     fn check<E: de::Error>(self) -> Result<HotKeys, E> {
-        let f = self;
-        let mut hot = HotKeys::new(f.servers);
-        if let Some(n) = f.threshold {
+        let mut hot = HotKeys::new(self.servers);
+        if let Some(n) = self.threshold {
             hot = hot.threshold(n);
         }
-        if let Some(n) = f.max_keys {
+        if let Some(n) = self.max_keys {
             hot = hot.max_keys(n);
         }
         Ok(hot)
@@ -211,9 +210,8 @@ impl Check<'_> for BreakerFields {
     type Output = CircuitBreaker;
 
     fn check<E: de::Error>(self) -> Result<CircuitBreaker, E> {
-        let f = self;
-        if f.enabled == Some(false) {
-            if f.failures.is_some() || f.cool_down.is_some() {
+        if self.enabled == Some(false) {
+            if self.failures.is_some() || self.cool_down.is_some() {
                 return Err(refused(ConfigError::new(
                     "enabled",
                     "a disabled circuit breaker takes no `failures` or `cool_down`",
@@ -222,8 +220,8 @@ impl Check<'_> for BreakerFields {
             return Ok(CircuitBreaker::disabled());
         }
         CircuitBreaker::try_new(
-            f.failures.unwrap_or(DEFAULT_FAILURES),
-            f.cool_down.unwrap_or(DEFAULT_COOL_DOWN),
+            self.failures.unwrap_or(DEFAULT_FAILURES),
+            self.cool_down.unwrap_or(DEFAULT_COOL_DOWN),
         )
         .map_err(refused)
     }
