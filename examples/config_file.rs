@@ -26,15 +26,15 @@ use std::time::Duration;
 /// `limits` is optional.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct LimiterFile {
-    limits: Limits,
+pub struct LimiterFile {
+    pub limits: Limits,
     #[serde(default = "default_timeout", with = "floodgate::config::duration")]
-    timeout: Duration,
+    pub timeout: Duration,
     #[serde(default)]
-    on_store_failure: FailurePolicy,
+    pub on_store_failure: FailurePolicy,
     #[serde(default)]
-    circuit_breaker: CircuitBreaker,
-    hot_keys: Option<HotKeys>,
+    pub circuit_breaker: CircuitBreaker,
+    pub hot_keys: Option<HotKeys>,
 }
 
 fn default_timeout() -> Duration {
@@ -44,7 +44,7 @@ fn default_timeout() -> Duration {
 impl LimiterFile {
     /// The limiter named `name`: `build` checks what depends on several
     /// values (hot keys against the limits), naming the field.
-    fn build(self, store: Store, name: &str) -> Result<Limiter<Limits>, ConfigError> {
+    pub fn build(self, store: Store, name: &str) -> Result<Limiter<Limits>, ConfigError> {
         let mut builder = Limiter::builder(store, self.limits)
             .name(name)
             .timeout(self.timeout)
@@ -60,9 +60,22 @@ impl LimiterFile {
 /// The whole file: one section per limiter.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct File {
-    api: LimiterFile,
-    login: LimiterFile,
+pub struct File {
+    pub api: LimiterFile,
+    pub login: LimiterFile,
+}
+
+/// The file at `path`, each value overridden by its variable
+/// `FLOODGATE_<SECTION>__<KEY>...` when set (`tests/config_serde.rs` runs
+/// this too).
+///
+/// # Errors
+/// figment's, naming the key and the file or variable of the value.
+pub fn load(path: &str) -> Result<File, figment::Error> {
+    Figment::new()
+        .merge(Toml::file_exact(path))
+        .merge(Env::prefixed("FLOODGATE_").split("__"))
+        .extract()
 }
 
 #[tokio::main]
@@ -78,11 +91,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/examples/config_file.toml").into()
     });
-    let file: File = match Figment::new()
-        .merge(Toml::file_exact(&path))
-        .merge(Env::prefixed("FLOODGATE_").split("__"))
-        .extract()
-    {
+    let file = match load(&path) {
         Ok(file) => file,
         Err(e) => {
             // figment says which key, and which file or variable it came from.

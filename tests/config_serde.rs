@@ -279,6 +279,46 @@ fn hot_keys_failure_policy_and_circuit_breaker() {
     }
 }
 
+// The example, whose `load` is tested below.
+#[path = "../examples/config_file.rs"]
+#[allow(dead_code)]
+mod config_file;
+
+#[tokio::test]
+async fn the_example_s_file_loads_with_an_environment_override() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/config_file.toml");
+    // The only test here that reads the environment.
+    std::env::set_var("FLOODGATE_API__LIMITS__SECOND", "50/s burst 100");
+    let file = config_file::load(path);
+    std::env::remove_var("FLOODGATE_API__LIMITS__SECOND");
+    let file = file.unwrap();
+    // figment gives a table's keys sorted by name.
+    let api = Limits::new("day", FixedWindow::new(100_000, secs(86_400)))
+        .try_with("second", Gcra::new(50, secs(1)).try_burst(100).unwrap())
+        .unwrap();
+    assert_eq!(file.api.limits, api);
+    assert_eq!(file.api.timeout, ms(100));
+    assert_eq!(file.api.circuit_breaker, CircuitBreaker::new(5, ms(500)));
+    assert_eq!(file.api.hot_keys, Some(HotKeys::new(2)));
+    assert_eq!(file.login.on_store_failure.name(), "fail_closed");
+    assert_eq!(
+        file.login.limits,
+        Limits::new("attempts", SlidingLog::new(5, secs(900)))
+    );
+    let api = file.api.build(MemoryStore::new().into(), "api").unwrap();
+    assert!(api.check("k", 100).await.unwrap().allowed());
+    file.login
+        .build(MemoryStore::new().into(), "login")
+        .unwrap();
+
+    // A value out of bounds in the environment: the message, and the variable.
+    std::env::set_var("FLOODGATE_LOGIN__LIMITS__ATTEMPTS", "sliding_log 0/15min");
+    let e = config_file::load(path).unwrap_err().to_string();
+    std::env::remove_var("FLOODGATE_LOGIN__LIMITS__ATTEMPTS");
+    let want = message(SlidingLog::try_new(0, secs(900)).unwrap_err());
+    assert!(e.contains(&want) && e.contains("FLOODGATE_"), "{e}");
+}
+
 #[test]
 fn the_readme_s_example_reads() {
     let readme = include_str!("../README.md");
