@@ -26,15 +26,15 @@ use std::time::Duration;
 /// `limits` is optional.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LimiterFile {
-    pub limits: Limits,
+pub(crate) struct LimiterFile {
+    pub(crate) limits: Limits,
     #[serde(default = "default_timeout", with = "floodgate::config::duration")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     #[serde(default)]
-    pub on_store_failure: FailurePolicy,
+    pub(crate) on_store_failure: FailurePolicy,
     #[serde(default)]
-    pub circuit_breaker: CircuitBreaker,
-    pub hot_keys: Option<HotKeys>,
+    pub(crate) circuit_breaker: CircuitBreaker,
+    pub(crate) hot_keys: Option<HotKeys>,
 }
 
 fn default_timeout() -> Duration {
@@ -44,7 +44,7 @@ fn default_timeout() -> Duration {
 impl LimiterFile {
     /// The limiter named `name`: `build` checks what depends on several
     /// values (hot keys against the limits), naming the field.
-    pub fn build(self, store: Store, name: &str) -> Result<Limiter<Limits>, ConfigError> {
+    pub(crate) fn build(self, store: Store, name: &str) -> Result<Limiter<Limits>, ConfigError> {
         let mut builder = Limiter::builder(store, self.limits)
             .name(name)
             .timeout(self.timeout)
@@ -60,9 +60,9 @@ impl LimiterFile {
 /// The whole file: one section per limiter.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct File {
-    pub api: LimiterFile,
-    pub login: LimiterFile,
+pub(crate) struct File {
+    pub(crate) api: LimiterFile,
+    pub(crate) login: LimiterFile,
 }
 
 /// The file at `path`, each value overridden by its variable
@@ -71,11 +71,12 @@ pub struct File {
 ///
 /// # Errors
 /// figment's, naming the key and the file or variable of the value.
-pub fn load(path: &str) -> Result<File, figment::Error> {
+pub(crate) fn load(path: &str) -> Result<File, Box<figment::Error>> {
     Figment::new()
         .merge(Toml::file_exact(path))
         .merge(Env::prefixed("FLOODGATE_").split("__"))
         .extract()
+        .map_err(Box::new)
 }
 
 #[tokio::main]
@@ -95,7 +96,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok(file) => file,
         Err(e) => {
             // figment says which key, and which file or variable it came from.
-            for e in e {
+            for e in *e {
                 eprintln!("{e}");
             }
             std::process::exit(1);
