@@ -570,16 +570,11 @@ fn durations_need_their_unit() {
 
 #[test]
 fn unknown_fields_are_refused_listing_the_algorithm_s_own() {
-    let window_fields = "expected one of `algorithm`, `limit`, `window`";
+    let window_fields = "expected one of `algorithm`, `limit`, `window`, `jitter`";
     for (text, want) in [
         (
             r#"{ limit = 1, window = "1s", per = "1s" }"#,
             format!("unknown field `per`, {window_fields}"),
-        ),
-        // The jitter branch adds `jitter` to the fixed and sliding windows.
-        (
-            r#"{ limit = 1, window = "1s", jitter = true }"#,
-            format!("unknown field `jitter`, {window_fields}"),
         ),
         (
             r#"{ limit = 1, window = "1s", burst = 2 }"#,
@@ -651,6 +646,34 @@ fn fixed_window_round_trip() {
     round_trip(&FixedWindow::new(10_000, secs(86_400)));
     round_trip(&FixedWindow::new(1, ms(5_400_250)));
     round_trip(&FixedWindow::new(1 << 40, ms(1 << 40)));
+    round_trip(&FixedWindow::new(100, secs(60)).jittered());
+}
+
+/// `jitter = true` on a fixed or sliding window is its `jittered()`; false
+/// or absent is the aligned window; the sliding log has no such field.
+#[test]
+fn jitter_on_the_windows_that_take_it() {
+    let w: FixedWindow = toml(r#"{ limit = 100, window = "1m", jitter = true }"#).unwrap();
+    assert_eq!(w, FixedWindow::new(100, secs(60)).jittered());
+    let w: FixedWindow = json(r#"{ "limit": 100, "window": "1m", "jitter": false }"#).unwrap();
+    assert!(!w.is_jittered());
+    let w: SlidingWindow = yaml("{ limit: 5, window: 10s, jitter: true }").unwrap();
+    assert_eq!(w, SlidingWindow::new(5, secs(10)).jittered());
+    let any: AnyAlgorithm =
+        toml(r#"{ algorithm = "sliding_window", limit = 5, window = "10s", jitter = true }"#)
+            .unwrap();
+    assert_eq!(
+        any,
+        AnyAlgorithm::from(SlidingWindow::new(5, secs(10)).jittered())
+    );
+    refused::<SlidingLog>(
+        r#"{ limit = 1, window = "1s", jitter = true }"#,
+        "unknown field `jitter`, expected one of `algorithm`, `limit`, `window`",
+    );
+    refused::<FixedWindow>(
+        r#"{ limit = 1, window = "1s", jitter = "yes" }"#,
+        "invalid type: string \"yes\", expected a boolean",
+    );
 }
 
 #[test]
@@ -663,6 +686,7 @@ fn sliding_log_round_trip() {
 fn sliding_window_round_trip() {
     round_trip(&SlidingWindow::new(100, secs(60)));
     round_trip(&SlidingWindow::new(3, ms(1_001)));
+    round_trip(&SlidingWindow::new(3, ms(1_001)).jittered());
 }
 
 #[test]

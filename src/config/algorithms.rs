@@ -90,25 +90,26 @@ fn from_rate(r: Rate, want: Option<Kind>) -> Result<AnyAlgorithm, ConfigError> {
     })
 }
 
-/// The algorithm a table says, through its constructor.
-///
-/// The jitter branch's `jitter = true` (fixed and sliding windows) is read
-/// into `Fields` and applied here, as `.jittered()` on the window built.
+/// The algorithm a table says, through its constructor (`jitter = true`:
+/// `.jittered()` on a fixed or sliding window).
 fn from_fields<E: de::Error>(f: &Fields, want: Option<Kind>) -> Result<AnyAlgorithm, E> {
     let kind = f.kind(want)?;
     let limit = || required(f.limit, "limit");
     let window = || required(f.window, "window");
     let capacity = || required(f.capacity, "capacity");
+    let jitter = f.jitter == Some(true);
     Ok(match kind {
-        Kind::FixedWindow => FixedWindow::try_new(limit()?, window()?)
-            .map_err(refused)?
-            .into(),
+        Kind::FixedWindow => {
+            let w = FixedWindow::try_new(limit()?, window()?).map_err(refused)?;
+            if jitter { w.jittered() } else { w }.into()
+        }
         Kind::SlidingLog => SlidingLog::try_new(limit()?, window()?)
             .map_err(refused)?
             .into(),
-        Kind::SlidingWindow => SlidingWindow::try_new(limit()?, window()?)
-            .map_err(refused)?
-            .into(),
+        Kind::SlidingWindow => {
+            let w = SlidingWindow::try_new(limit()?, window()?).map_err(refused)?;
+            if jitter { w.jittered() } else { w }.into()
+        }
         Kind::TokenBucket => {
             TokenBucket::try_new(capacity()?, required(f.refill_per_sec, "refill_per_sec")?)
                 .map_err(refused)?
@@ -134,15 +135,29 @@ pub(crate) fn write<S: Serializer>(spec: Spec, s: S) -> Result<S::Ok, S::Error> 
     let ms = |n: u64| Human(Duration::from_millis(n));
     let mut m = s.serialize_map(None)?;
     match spec {
-        Spec::FixedWindow { limit, window_ms }
-        | Spec::SlidingLog { limit, window_ms }
-        | Spec::SlidingWindow { limit, window_ms } => {
+        Spec::FixedWindow {
+            limit,
+            window_ms,
+            jittered,
+        }
+        | Spec::SlidingWindow {
+            limit,
+            window_ms,
+            jittered,
+        } => {
             let kind = match spec {
                 Spec::FixedWindow { .. } => Kind::FixedWindow,
-                Spec::SlidingLog { .. } => Kind::SlidingLog,
                 _ => Kind::SlidingWindow,
             };
             m.serialize_entry("algorithm", &kind)?;
+            m.serialize_entry("limit", &limit)?;
+            m.serialize_entry("window", &ms(window_ms))?;
+            if jittered {
+                m.serialize_entry("jitter", &true)?;
+            }
+        }
+        Spec::SlidingLog { limit, window_ms } => {
+            m.serialize_entry("algorithm", &Kind::SlidingLog)?;
             m.serialize_entry("limit", &limit)?;
             m.serialize_entry("window", &ms(window_ms))?;
         }

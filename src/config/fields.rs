@@ -23,6 +23,7 @@ const ALL: &[&str] = &[
     "capacity",
     "refill_per_sec",
     "leak_per_sec",
+    "jitter",
 ];
 
 /// The fields of one table, each checked alone.
@@ -36,9 +37,8 @@ pub(crate) struct Fields {
     pub(crate) capacity: Option<u64>,
     pub(crate) refill_per_sec: Option<f64>,
     pub(crate) leak_per_sec: Option<f64>,
-    // `jitter` (a bool, fixed and sliding windows only): the option of
-    // `FixedWindow::jittered` / `SlidingWindow::jittered`, from the jitter
-    // branch; read here and passed on in `algorithms.rs` at the merge.
+    /// Fixed and sliding windows: `jittered()` when true.
+    pub(crate) jitter: Option<bool>,
 }
 
 impl Fields {
@@ -92,6 +92,7 @@ impl Fields {
                     "leak_per_sec",
                     map.next_value_seed(Rate(check::LEAK_PER_SEC))?,
                 )?,
+                "jitter" => once(&mut f.jitter, "jitter", map.next_value()?)?,
                 _ => {
                     return Err(de::Error::unknown_field(&key, expected));
                 }
@@ -116,6 +117,7 @@ impl Fields {
             ("capacity", self.capacity.is_some()),
             ("refill_per_sec", self.refill_per_sec.is_some()),
             ("leak_per_sec", self.leak_per_sec.is_some()),
+            ("jitter", self.jitter.is_some()),
         ];
         for (field, is_given) in given {
             if is_given && !kind.fields().contains(&field) {
