@@ -7,7 +7,8 @@
 -- ARGV[2] = mode: 'check' (charge if admitted), 'peek' (write nothing),
 --           'refund' (give `cost` back)
 -- ARGV[3] = cost (already clamped to at most limit + 1 by the client)
--- For each KEYS[i]: ARGV[3i + 1] = algorithm, ARGV[3i + 2], ARGV[3i + 3] = its parameters.
+-- For each KEYS[i]: ARGV[3i + 1] = algorithm ('fw', ...; 'fw~' in shadow mode),
+--   ARGV[3i + 2], ARGV[3i + 3] = its parameters.
 -- Reply: for each key {allowed, limit, remaining, reset_after_ms, retry_after_ms (-1 = none), delay_ms}
 
 -- Library functions as upvalues, bound by the first call (a library

@@ -41,6 +41,8 @@ pub struct Decision {
 /// | [`CostTooHigh`](Self::CostTooHigh) | no | 429 without `Retry-After`: waiting cannot help |
 /// | [`FailOpen`](Self::FailOpen) | yes | the service's response, without rate-limit fields |
 /// | [`FailClosed`](Self::FailClosed) | no | 503 with `Retry-After` (gRPC `UNAVAILABLE`) |
+/// | [`Exempt`](Self::Exempt) | yes | the service's response, without rate-limit fields |
+/// | [`Blocked`](Self::Blocked) | no | 403 (gRPC `PERMISSION_DENIED`) |
 ///
 /// A fallback limiter's decision keeps its own reason (and is
 /// [`degraded`](Decision::is_degraded)): a client over the fallback's limit
@@ -60,11 +62,20 @@ pub enum Reason {
     FailOpen,
     /// The store could not decide; the failure policy denies.
     FailClosed,
+    /// The key is on the allow list of the limiter's
+    /// [`Exemptions`](crate::Exemptions): admitted without a limit, nothing
+    /// charged, the store not asked.
+    Exempt,
+    /// The key is on the deny list of the limiter's
+    /// [`Exemptions`](crate::Exemptions): refused, and no wait would help;
+    /// the store not asked.
+    Blocked,
 }
 
 impl Reason {
     /// A short name for logs and metric labels: `within_limit`,
-    /// `over_limit`, `cost_too_high`, `fail_open`, `fail_closed`.
+    /// `over_limit`, `cost_too_high`, `fail_open`, `fail_closed`, `exempt`,
+    /// `blocked`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Reason::WithinLimit => "within_limit",
@@ -72,12 +83,14 @@ impl Reason {
             Reason::CostTooHigh => "cost_too_high",
             Reason::FailOpen => "fail_open",
             Reason::FailClosed => "fail_closed",
+            Reason::Exempt => "exempt",
+            Reason::Blocked => "blocked",
         }
     }
 
     /// Whether a decision for this reason admits the request.
     pub fn admits(self) -> bool {
-        matches!(self, Reason::WithinLimit | Reason::FailOpen)
+        matches!(self, Reason::WithinLimit | Reason::FailOpen | Reason::Exempt)
     }
 
     /// Where the reason is in [`ALL`](Self::ALL).
@@ -86,12 +99,14 @@ impl Reason {
     }
 
     /// Every reason, in the order of its declaration.
-    pub(crate) const ALL: [Reason; 5] = [
+    pub(crate) const ALL: [Reason; 7] = [
         Reason::WithinLimit,
         Reason::OverLimit,
         Reason::CostTooHigh,
         Reason::FailOpen,
         Reason::FailClosed,
+        Reason::Exempt,
+        Reason::Blocked,
     ];
 }
 
@@ -261,6 +276,14 @@ impl Decision {
     /// place in the queue. Zero for the other algorithms, and for a denial.
     pub fn delay(&self) -> Duration {
         self.delay
+    }
+
+    /// An admission that left less than a fifth of the limit (envoy's
+    /// `near_limit`), made by the store.
+    pub(crate) fn is_near_limit(&self) -> bool {
+        self.reason == Reason::WithinLimit
+            && !self.degraded
+            && self.remaining.saturating_mul(5) < self.limit
     }
 
     /// Why the decision came out as it did.

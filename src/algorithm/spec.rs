@@ -99,6 +99,20 @@ impl Spec {
         }
     }
 
+    /// The name the Redis code knows this algorithm by in shadow mode: its
+    /// tag and `~` (`lua/main.lua`: a denial that stops no other charge).
+    pub(crate) fn shadow_tag(&self) -> &'static str {
+        match self {
+            Spec::FixedWindow { .. } => "fw~",
+            Spec::SlidingLog { .. } => "sl~",
+            Spec::SlidingWindow { .. } => "sw~",
+            Spec::TokenBucket { .. } => "tb~",
+            Spec::LeakyBucket { .. } => "lb~",
+            Spec::Gcra { .. } => "gcra~",
+            Spec::Concurrency { .. } => "cc~",
+        }
+    }
+
     /// The largest cost that can ever be admitted.
     #[inline]
     pub(crate) fn max_cost(&self) -> u64 {

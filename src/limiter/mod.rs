@@ -5,10 +5,13 @@ mod allotments;
 mod builder;
 mod core;
 mod deny_cache;
+mod exemptions;
+mod later;
 mod hot_keys;
 mod outcome;
 
 pub use self::builder::LimiterBuilder;
+pub use self::exemptions::Exemptions;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Core, Plan};
 pub use self::hot_keys::HotKeys;
@@ -85,7 +88,7 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     pub(crate) fn from_core(core: Core, algorithm: A) -> Self {
-        let own = core.plan(algorithm.parts());
+        let own = core.plan(algorithm.parts(), algorithm.shadowed());
         Self {
             inner: Arc::new(Inner {
                 core: Arc::new(core),
@@ -196,7 +199,7 @@ impl<A: Algorithm> Limiter<A> {
 
     /// The plan of `algorithm`'s limits under this limiter's names.
     pub(crate) fn plan(&self, algorithm: &A) -> Plan {
-        self.inner.core.plan(algorithm.parts())
+        self.inner.core.plan(algorithm.parts(), algorithm.shadowed())
     }
 
     /// What the limits of `plan` (the limiter's own when `None`) add up
@@ -303,6 +306,12 @@ impl<A: Algorithm> Limiter<A> {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.inner.core.store
+    }
+
+    /// The [`Exemptions`] given to the builder, if any: a handle to
+    /// change them at run time.
+    pub fn exemptions(&self) -> Option<&Exemptions> {
+        self.inner.core.exemptions.as_ref()
     }
 }
 
