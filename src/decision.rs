@@ -90,7 +90,10 @@ impl Reason {
 
     /// Whether a decision for this reason admits the request.
     pub fn admits(self) -> bool {
-        matches!(self, Reason::WithinLimit | Reason::FailOpen | Reason::Exempt)
+        matches!(
+            self,
+            Reason::WithinLimit | Reason::FailOpen | Reason::Exempt
+        )
     }
 
     /// Where the reason is in [`ALL`](Self::ALL).

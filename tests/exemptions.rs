@@ -125,7 +125,11 @@ async fn http_allow_and_deny_by_key_and_by_ipv4_and_ipv6_network_changed_at_run_
             assert_eq!(body["status"], 403, "{label} {who}");
         }
         // Neither exempt nor blocked request asked the store.
-        assert_eq!(calls(), before, "{label}: exempt and blocked requests asked Redis");
+        assert_eq!(
+            calls(),
+            before,
+            "{label}: exempt and blocked requests asked Redis"
+        );
         assert_eq!(decisions(&name, "allowed", "exempt"), 9.0, "{label}");
         assert_eq!(decisions(&name, "denied", "blocked"), 3.0, "{label}");
 
@@ -142,7 +146,10 @@ async fn http_allow_and_deny_by_key_and_by_ipv4_and_ipv6_network_changed_at_run_
 
         // Changed at run time, nothing rebuilt: the next request sees it.
         exemptions.allow_key("198.51.100.1");
-        assert_eq!(get_as(&client, &base, "198.51.100.1").await.status(), StatusCode::OK);
+        assert_eq!(
+            get_as(&client, &base, "198.51.100.1").await.status(),
+            StatusCode::OK
+        );
         assert!(exemptions.remove_allowed_network(net("10.0.0.0/8")));
         assert!(exemptions.remove_allowed_network(net("2001:db8:a::/48")));
         for who in ["10.1.2.3", "2001:db8:a::5"] {
@@ -155,7 +162,11 @@ async fn http_allow_and_deny_by_key_and_by_ipv4_and_ipv6_network_changed_at_run_
         assert!(exemptions.remove_denied_key("mallory"));
         assert!(exemptions.remove_denied_network(net("2001:db8:bad::/48")));
         for who in ["mallory", "2001:db8:bad::1"] {
-            assert_eq!(get_as(&client, &base, who).await.status(), StatusCode::OK, "{label} {who}");
+            assert_eq!(
+                get_as(&client, &base, who).await.status(),
+                StatusCode::OK,
+                "{label} {who}"
+            );
         }
         assert_eq!(
             get_as(&client, &base, "192.0.2.200").await.status(),
@@ -186,17 +197,26 @@ async fn direct_callers_get_the_exemptions_too() {
             .unwrap();
         let before = redis.as_ref().map(redis_calls);
         let d = limiter.check("ana", 5).await.unwrap();
-        assert_eq!((d.reason(), d.allowed(), d.remaining()), (Reason::Exempt, true, u64::MAX));
+        assert_eq!(
+            (d.reason(), d.allowed(), d.remaining()),
+            (Reason::Exempt, true, u64::MAX)
+        );
         let all = limiter.check_all("ana", 1).await.unwrap();
         assert_eq!(all.each()[0].decision().reason(), Reason::Exempt);
         // A grouped IPv6 key (a /64) inside the denied /32.
         let d = limiter.check("2001:db8:1:2::/64", 1).await.unwrap();
-        assert_eq!((d.reason(), d.denied(), d.retry_after()), (Reason::Blocked, true, None));
+        assert_eq!(
+            (d.reason(), d.denied(), d.retry_after()),
+            (Reason::Blocked, true, None)
+        );
         assert_eq!(limiter.peek("ana").await.unwrap().reason(), Reason::Exempt);
         assert_eq!(redis.as_ref().map(redis_calls), before, "{label}");
         // The handle the limiter keeps is the same lists.
         limiter.exemptions().unwrap().remove_allowed_key("ana");
-        assert_eq!(limiter.check("ana", 1).await.unwrap().reason(), Reason::WithinLimit);
+        assert_eq!(
+            limiter.check("ana", 1).await.unwrap().reason(),
+            Reason::WithinLimit
+        );
         redis
     })
     .await;
@@ -225,7 +245,11 @@ async fn a_limit_in_shadow_mode_decides_and_is_counted_but_never_denies() {
             assert!(all.overall().allowed(), "{label} {i}");
             assert_eq!(all.overall().remaining(), 6 - i - 1, "{label} {i}");
             let strict = all.each()[1].decision();
-            let want = if i < 2 { Reason::WithinLimit } else { Reason::OverLimit };
+            let want = if i < 2 {
+                Reason::WithinLimit
+            } else {
+                Reason::OverLimit
+            };
             assert_eq!(strict.reason(), want, "{label} {i}");
         }
         // Its state changed as if enforced: 2 charged, nothing for denials.
@@ -266,9 +290,11 @@ async fn every_limit_in_shadow_mode_admits_everything() {
             assert!(d.allowed(), "{label}");
             assert_eq!((d.reason(), d.remaining()), (Reason::WithinLimit, 0));
         }
-        assert!(Limits::new("a", FixedWindow::new(1, Duration::from_secs(1)))
-            .shadow("b")
-            .is_err_and(|e| e.field() == "name"));
+        assert!(
+            Limits::new("a", FixedWindow::new(1, Duration::from_secs(1)))
+                .shadow("b")
+                .is_err_and(|e| e.field() == "name")
+        );
         redis
     })
     .await;
@@ -313,11 +339,19 @@ async fn admissions_that_leave_less_than_a_fifth_are_counted_near_limit() {
             .clock(ManualClock::new(0))
             .build()
             .unwrap();
-        let near = || metric(&format!(r#"floodgate_near_limit_total{{limiter="{name}"}}"#));
+        let near = || {
+            metric(&format!(
+                r#"floodgate_near_limit_total{{limiter="{name}"}}"#
+            ))
+        };
         // Remaining after each: 9, 8, ..., 0; under 2 (a fifth of 10) twice.
         for i in 0..10 {
             assert!(limiter.check("k", 1).await.unwrap().allowed());
-            assert_eq!(near(), if i < 8 { 0.0 } else { f64::from(i - 7) }, "{label} {i}");
+            assert_eq!(
+                near(),
+                if i < 8 { 0.0 } else { f64::from(i - 7) },
+                "{label} {i}"
+            );
         }
         // A denial is not an admission.
         assert!(limiter.check("k", 1).await.unwrap().denied());

@@ -577,7 +577,10 @@ async fn exempt_keys_are_served_and_blocked_keys_get_permission_denied() {
     let redis = RedisServer::start();
     let stores: [(Store, Option<&RedisServer>); 2] = [
         (MemoryStore::new().into(), None),
-        (RedisStore::from_url(&redis.url()).unwrap().into(), Some(&redis)),
+        (
+            RedisStore::from_url(&redis.url()).unwrap().into(),
+            Some(&redis),
+        ),
     ];
     for (store, redis) in stores {
         let exemptions = floodgate::Exemptions::new();
@@ -612,14 +615,32 @@ async fn exempt_keys_are_served_and_blocked_keys_get_permission_denied() {
         assert_eq!(calls(), before, "exempt and blocked calls asked Redis");
         // A key on no list: limited, through the store.
         allowed(&mut client, Some("198.51.100.1"), "first").await;
-        denied(&mut client, Some("198.51.100.1"), Code::ResourceExhausted, "second").await;
+        denied(
+            &mut client,
+            Some("198.51.100.1"),
+            Code::ResourceExhausted,
+            "second",
+        )
+        .await;
         // Changed at run time.
         exemptions.remove_allowed_network("2001:db8:a::/48".parse().unwrap());
         allowed(&mut client, Some("2001:db8:a::1"), "now limited").await;
-        denied(&mut client, Some("2001:db8:a::1"), Code::ResourceExhausted, "over").await;
+        denied(
+            &mut client,
+            Some("2001:db8:a::1"),
+            Code::ResourceExhausted,
+            "over",
+        )
+        .await;
         exemptions.remove_denied_network("192.0.2.0/24".parse().unwrap());
         allowed(&mut client, Some("192.0.2.1"), "no longer blocked").await;
         exemptions.deny_key("monitor");
-        denied(&mut client, Some("monitor"), Code::PermissionDenied, "denied wins").await;
+        denied(
+            &mut client,
+            Some("monitor"),
+            Code::PermissionDenied,
+            "denied wins",
+        )
+        .await;
     }
 }

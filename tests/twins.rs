@@ -93,8 +93,8 @@ fn several_limits_script_equals_twin_all_or_nothing() {
 /// decision, through `check_all`).
 #[test]
 fn several_limits_with_some_in_shadow_mode_script_equals_twin() {
-    let strategy = (prop::collection::vec(any_algorithm(), 2..4), 1..8u16)
-        .prop_flat_map(|(algs, shadow)| {
+    let strategy =
+        (prop::collection::vec(any_algorithm(), 2..4), 1..8u16).prop_flat_map(|(algs, shadow)| {
             let mut limits = limits_of(&algs);
             for i in 0..algs.len() {
                 if shadow & (1 << i) != 0 {

@@ -130,7 +130,10 @@ impl Limits {
     /// A [`ConfigError`] naming `name` when no limit has that name.
     pub fn shadow(mut self, name: &str) -> Result<Self, ConfigError> {
         let Some(i) = self.parts.iter().position(|(n, _)| &**n == name) else {
-            return Err(ConfigError::new("name", format!("no limit is named `{name}`")));
+            return Err(ConfigError::new(
+                "name",
+                format!("no limit is named `{name}`"),
+            ));
         };
         self.shadowed |= 1 << i;
         Ok(self)

@@ -222,14 +222,9 @@ impl Listed {
                 None,
                 Duration::ZERO,
             ),
-            Listed::Denied => Decision::new(
-                Reason::Blocked,
-                0,
-                0,
-                Duration::ZERO,
-                None,
-                Duration::ZERO,
-            ),
+            Listed::Denied => {
+                Decision::new(Reason::Blocked, 0, 0, Duration::ZERO, None, Duration::ZERO)
+            }
         }
     }
 }
@@ -258,7 +253,6 @@ impl Core {
         let outcome = Outcome::of(each).unwrap_or_else(|_| Outcome::one(d));
         Pending::ready(Ok(finish.finish(outcome)))
     }
-
 }
 
 /// `key` as a network: an address (a network of one) or a network in CIDR

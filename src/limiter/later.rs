@@ -59,7 +59,12 @@ impl Core {
     /// `outcome` with the limits of `mask` in shadow mode, their would-be
     /// denials counted when `names` are given.
     #[inline(never)]
-    pub(super) fn shadowed(&self, outcome: Outcome, mask: u16, names: Option<&[Arc<str>]>) -> Outcome {
+    pub(super) fn shadowed(
+        &self,
+        outcome: Outcome,
+        mask: u16,
+        names: Option<&[Arc<str>]>,
+    ) -> Outcome {
         let outcome = outcome.shadowed(mask);
         if let Some(names) = names {
             for i in outcome.shadow_denials() {
@@ -70,7 +75,6 @@ impl Core {
         }
         outcome
     }
-
 }
 
 /// A decision under way, boxed: it owns the store's future and what the
@@ -85,4 +89,3 @@ fn boxed<T>(
         Some(span) => Box::pin(decision.instrument(span)),
     }
 }
-

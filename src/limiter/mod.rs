@@ -6,14 +6,14 @@ mod builder;
 mod core;
 mod deny_cache;
 mod exemptions;
-mod later;
 mod hot_keys;
+mod later;
 mod outcome;
 
 pub use self::builder::LimiterBuilder;
-pub use self::exemptions::Exemptions;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Core, Plan};
+pub use self::exemptions::Exemptions;
 pub use self::hot_keys::HotKeys;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
@@ -199,7 +199,9 @@ impl<A: Algorithm> Limiter<A> {
 
     /// The plan of `algorithm`'s limits under this limiter's names.
     pub(crate) fn plan(&self, algorithm: &A) -> Plan {
-        self.inner.core.plan(algorithm.parts(), algorithm.shadowed())
+        self.inner
+            .core
+            .plan(algorithm.parts(), algorithm.shadowed())
     }
 
     /// What the limits of `plan` (the limiter's own when `None`) add up

@@ -135,17 +135,16 @@ impl Outcome {
             .filter(|(i, _)| !shadow(*i))
             .map(|(_, d)| *d)
             .collect();
-        let overall = match enforced.split_first() {
-            Some((first, rest)) => Decision::most_restrictive(*first, rest),
-            None => {
-                let admitted: SmallVec<[Decision; 4]> =
-                    each.iter().map(|d| as_admission(*d)).collect();
-                match admitted.split_first() {
-                    Some((first, rest)) => Decision::most_restrictive(*first, rest),
-                    None => return self,
-                }
-            }
+        // Every limit shadowed: what they add up to, each read as admitting.
+        let counted: SmallVec<[Decision; 4]> = if enforced.is_empty() {
+            each.iter().map(|d| as_admission(*d)).collect()
+        } else {
+            enforced
         };
+        let Some((first, rest)) = counted.split_first() else {
+            return self;
+        };
+        let overall = Decision::most_restrictive(*first, rest);
         Self(PerLimit::Shadowed {
             each,
             overall,
