@@ -62,13 +62,11 @@ pub enum Reason {
     FailOpen,
     /// The store could not decide; the failure policy denies.
     FailClosed,
-    /// The key is on the allow list of the limiter's
-    /// [`Exemptions`](crate::Exemptions): admitted without a limit, nothing
-    /// charged, the store not asked.
+    /// On the allow list ([`Exemptions`](crate::Exemptions)): admitted
+    /// without a limit, nothing charged, the store not asked.
     Exempt,
-    /// The key is on the deny list of the limiter's
-    /// [`Exemptions`](crate::Exemptions): refused, and no wait would help;
-    /// the store not asked.
+    /// On the deny list ([`Exemptions`](crate::Exemptions)): refused, no
+    /// wait would help, the store not asked.
     Blocked,
 }
 
@@ -279,14 +277,6 @@ impl Decision {
     /// place in the queue. Zero for the other algorithms, and for a denial.
     pub fn delay(&self) -> Duration {
         self.delay
-    }
-
-    /// An admission that left less than a fifth of the limit (envoy's
-    /// `near_limit`), made by the store.
-    pub(crate) fn is_near_limit(&self) -> bool {
-        self.reason == Reason::WithinLimit
-            && !self.degraded
-            && self.remaining.saturating_mul(5) < self.limit
     }
 
     /// Why the decision came out as it did.

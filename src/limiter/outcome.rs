@@ -173,8 +173,8 @@ impl Outcome {
     /// (envoy's `near_limit`); never for a decision of the failure policy.
     pub(crate) fn near_limit(&self) -> bool {
         match &self.0 {
-            PerLimit::Replies(first, rest) if rest.is_empty() => first.decision().is_near_limit(),
-            _ => self.each().any(|d| d.is_near_limit()),
+            PerLimit::Replies(first, rest) if rest.is_empty() => near_limit(&first.decision()),
+            _ => self.each().any(|d| near_limit(&d)),
         }
     }
 
@@ -232,6 +232,14 @@ impl Outcome {
             mapped.shadowed(mask)
         }
     }
+}
+
+/// An admission made by the store that left less than a fifth of the limit
+/// (envoy's `near_limit`).
+fn near_limit(d: &Decision) -> bool {
+    d.reason() == Reason::WithinLimit
+        && !d.is_degraded()
+        && d.remaining().saturating_mul(5) < d.limit()
 }
 
 /// `d`, a denial read as an admission (a limit in shadow mode).
