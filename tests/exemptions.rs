@@ -360,3 +360,52 @@ async fn admissions_that_leave_less_than_a_fifth_are_counted_near_limit() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_concurrency_limiter_takes_exemptions_too() {
+    recorder();
+    on_both_stores(|store, label, redis| async move {
+        let exemptions = Exemptions::new();
+        exemptions.allow_key("batch-job");
+        exemptions.deny_network(net("203.0.113.0/24"));
+        let limiter = floodgate::ConcurrencyLimiter::builder(store, 1)
+            .name(format!("in-flight-{label}"))
+            .exemptions(exemptions.clone())
+            .build()
+            .unwrap();
+        let before = redis.as_ref().map(redis_calls);
+        // Exempt: any number in flight, none holding a slot.
+        let a = limiter.acquire("batch-job").await.unwrap().unwrap();
+        let b = limiter.acquire("batch-job").await.unwrap().unwrap();
+        assert_eq!(a.decision().reason(), Reason::Exempt);
+        drop((a, b));
+        let d = limiter.acquire("203.0.113.9").await.unwrap().unwrap_err();
+        assert_eq!(d.reason(), Reason::Blocked);
+        assert_eq!(redis.as_ref().map(redis_calls), before, "{label}");
+        // Off the list: one in flight at most.
+        exemptions.remove_allowed_key("batch-job");
+        let held = limiter.acquire("batch-job").await.unwrap().unwrap();
+        assert!(
+            limiter.acquire("batch-job").await.unwrap().is_err(),
+            "{label}"
+        );
+        drop(held);
+        redis
+    })
+    .await;
+}
+
+#[test]
+fn hot_keys_refuse_a_limit_in_shadow_mode() {
+    let limits = Limits::new("minute", FixedWindow::new(100, Duration::from_secs(60)))
+        .try_with("hour", FixedWindow::new(1_000, Duration::from_secs(3_600)))
+        .unwrap()
+        .shadow("hour")
+        .unwrap();
+    let err = Limiter::builder(MemoryStore::new(), limits)
+        .hot_keys(floodgate::HotKeys::new(4))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.field(), "hot_keys");
+    assert!(err.to_string().contains("shadow mode"), "{err}");
+}
