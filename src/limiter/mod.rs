@@ -33,8 +33,8 @@ use std::sync::Arc;
 /// `Clone + Send + Sync` and cheap to clone; works the same over a
 /// [`MemoryStore`](crate::store::MemoryStore) or a
 /// [`RedisStore`](crate::store::RedisStore). Every method takes the same
-/// path: the timeout, the circuit breaker, the failure policy, the metrics
-/// and the deny cache apply to each.
+/// path: the [`Exemptions`], the timeout, the circuit breaker, the failure
+/// policy, the metrics and the deny cache apply to each.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
