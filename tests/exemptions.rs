@@ -327,6 +327,27 @@ async fn the_layer_reports_no_limit_in_shadow_mode() {
         let field = res.headers()["ratelimit"].to_str().unwrap().to_owned();
         assert_eq!(field, format!(r#""minute";r={remaining};t=60"#));
     }
+
+    // A limiter whose one limit is in shadow mode: served, no fields.
+    let limits = Limits::new("strict", FixedWindow::new(1, Duration::from_secs(60)))
+        .shadow("strict")
+        .unwrap();
+    let limiter = Limiter::builder(MemoryStore::new(), limits)
+        .name("shadow-http-one")
+        .clock(ManualClock::new(0))
+        .build()
+        .unwrap();
+    let key = Header::new(HeaderName::from_static("x-client"));
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(RateLimitLayer::new(limiter, key));
+    let base = serve(app).await;
+    for _ in 0..3 {
+        let res = get_as(&client, &base, "ana").await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.headers().get("ratelimit").is_none());
+        assert!(res.headers().get("ratelimit-policy").is_none());
+    }
 }
 
 #[tokio::test]

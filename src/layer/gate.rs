@@ -50,12 +50,12 @@ impl RateResponder {
                 .zip(plan.targets.get(i))
                 .map(|(name, t)| (&**name, t.spec.quota())),
         };
-        // One limit, the common case: its report on the stack.
-        if let ([d], Some((name, quota))) = (&each[..], limit(0)) {
-            return f(&[LimitReport::new(name, quota, d)]);
-        }
         // Limits in shadow mode are not reported: they limit no client.
         let mask = decided.shadow_mask();
+        // One limit, the common case: its report on the stack.
+        if let ([d], Some((name, quota)), 0) = (&each[..], limit(0), mask) {
+            return f(&[LimitReport::new(name, quota, d)]);
+        }
         let reports: SmallVec<[LimitReport<'_>; 4]> = each
             .iter()
             .enumerate()
