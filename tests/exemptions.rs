@@ -213,10 +213,18 @@ async fn direct_callers_get_the_exemptions_too() {
         assert_eq!(redis.as_ref().map(redis_calls), before, "{label}");
         // The handle the limiter keeps is the same lists.
         limiter.exemptions().unwrap().remove_allowed_key("ana");
+        assert_eq!(limiter.check("ana", 1).await.unwrap().remaining(), 0);
+        // A refund reaches the store even for a listed key: it gives back
+        // what was charged before the key was listed.
+        exemptions.allow_key("ana");
+        let d = limiter.refund("ana", 1).await.unwrap();
         assert_eq!(
-            limiter.check("ana", 1).await.unwrap().reason(),
-            Reason::WithinLimit
+            (d.reason(), d.remaining()),
+            (Reason::WithinLimit, 1),
+            "{label}"
         );
+        exemptions.remove_allowed_key("ana");
+        assert!(limiter.check("ana", 1).await.unwrap().allowed(), "{label}");
         redis
     })
     .await;

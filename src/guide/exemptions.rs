@@ -10,8 +10,9 @@
 //! rate-limiter-flexible's black-and-white wrapper do).
 //!
 //! They belong to the limiter, not the layer: the layers, `check`,
-//! `check_all`, `check_with`, `peek` and `refund` all see them, and a
-//! concurrency limiter takes them too. A listed key is answered before
+//! `check_all`, `check_with` and `peek` all see them, and a concurrency
+//! limiter takes them too (a refund or a release still reaches the store,
+//! to give back what was charged before the key was listed). A listed key is answered before
 //! anything else, without the store:
 //!
 //! | list | decision | HTTP | gRPC | metrics (`floodgate_decisions_total`) |

@@ -140,9 +140,11 @@ impl Core {
     ) -> Pending<F::Output> {
         // Any cost above every maximum is denied alike; this bounds the numbers.
         let cost = ask.cost.min(ask.plan.cost_cap);
-        // Exemptions given and not empty: one atomic load when they are empty.
+        // Exemptions given and not empty: one atomic load when they are
+        // empty. A refund or a release gives back what was charged before
+        // the key was listed: it always reaches the store.
         if let Some(lists) = &self.exemptions {
-            if lists.is_active() {
+            if lists.is_active() && ask.mode != Mode::Refund {
                 return self.screened(lists, ask, cost, finish);
             }
         }

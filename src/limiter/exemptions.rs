@@ -15,9 +15,11 @@ use std::time::Duration;
 
 /// An allow list (never limited, no store call) and a deny list (always
 /// refused), by exact key and, for IP keys, by network: what a limiter
-/// checks before anything else, on every entry (`check`, `check_all`,
-/// `check_with`, `peek`, `refund`, the layers; a concurrency limiter's
-/// `acquire` too).
+/// checks before anything else, on every decision (`check`, `check_all`,
+/// `check_with`, `peek`, the layers; a concurrency limiter's `acquire` and
+/// `peek` too). A refund or a lease's release always reaches the store: it
+/// gives back what was charged before the key was listed (the layers
+/// charge an exempt request nothing, so they give nothing back for it).
 ///
 /// A handle: cheap to clone, every clone (and every limiter given one)
 /// sees the same lists, and a change applies to the next decision, with
