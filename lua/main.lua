@@ -1,5 +1,16 @@
 -- One decision: decide every key first, write only if all admit, so several
 -- limits are charged all or nothing.
+-- A limit in shadow mode comes as its algorithm's name and `~`: decided as
+-- any, written when it admits and the others do, but its denial stops no
+-- other limit's charge (the client denies nothing for it).
+local SHADOW = {}
+do
+  local tags = {'fw', 'fwj', 'sl', 'sw', 'swj', 'tb', 'lb', 'gcra'}
+  for i = 1, #tags do
+    local name = tags[i] .. '~'
+    ALG[name], SHADOW[name], EXTRA[name] = ALG[tags[i]], true, EXTRA[tags[i]]
+  end
+end
 local function write(key, w, t, limit, window)
   if w == LOG_ADD then
     sl_add(key, limit, window, t)
@@ -58,13 +69,13 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
     local alg = ARGV[b + 1]
     bs[i] = b
     ws[i], ts[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund, EXTRA[alg] and ARGV[b + 4])
-    if out[o + 6 * i - 5] == 0 then all = false end
+    if out[o + 6 * i - 5] == 0 and not SHADOW[alg] then all = false end
     b = b + 3 + (EXTRA[alg] or 0)
   end
   if all and mode ~= 'peek' then
     for i = 1, n do
       local b = bs[i]
-      if ws[i] then write(KEYS[k + i], ws[i], ts[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0) end
+      if ws[i] and out[o + 6 * i - 5] == 1 then write(KEYS[k + i], ws[i], ts[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0) end
     end
   end
   return out

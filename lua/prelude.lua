@@ -7,9 +7,10 @@
 -- ARGV[2] = mode: 'check' (charge if admitted), 'peek' (write nothing),
 --           'refund' (give `cost` back)
 -- ARGV[3] = cost (already clamped to at most limit + 1 by the client)
--- For each KEYS[i] in turn, after ARGV[3]: its algorithm, then its parameters:
---   two, or three for the jittered windows ('fwj', 'swj': limit, window, and
---   the key's offset in ms, computed by the client; see EXTRA below).
+-- For each KEYS[i] in turn, after ARGV[3]: its algorithm ('fw', ...; 'fw~'
+--   in shadow mode), then its parameters: two, or three for the jittered
+--   windows ('fwj', 'swj': limit, window, and the key's offset in ms,
+--   computed by the client; see EXTRA below).
 -- Reply: for each key {allowed, limit, remaining, reset_after_ms, retry_after_ms (-1 = none), delay_ms}
 
 -- Library functions as upvalues, bound by the first call (a library

@@ -760,3 +760,17 @@ fn settings_round_trip() {
     let e = serde_json::to_string(&FailurePolicy::fallback(local)).unwrap_err();
     assert!(e.to_string().contains("cannot be written"), "{e}");
 }
+
+/// A limit of `Limits` in shadow mode: `shadow = true` in its table, read
+/// and written; refused on a limit outside `Limits`.
+#[test]
+fn limits_in_shadow_mode() {
+    let limits: Limits = toml(
+        r#"{ second = "10/s", day = { algorithm = "fixed_window", limit = 1000, window = "1d", shadow = true } }"#,
+    )
+    .unwrap();
+    assert!(limits.is_shadowed("day") && !limits.is_shadowed("second"));
+    round_trip(&limits);
+    let e = toml::<FixedWindow>(r#"{ limit = 1, window = "1s", shadow = true }"#).unwrap_err();
+    assert!(e.contains("unknown field `shadow`"), "{e}");
+}

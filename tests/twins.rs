@@ -93,3 +93,22 @@ fn several_limits_script_equals_twin_all_or_nothing() {
         .prop_flat_map(|algs| (Just(limits_of(&algs)), ops(KEYS, 15, 3000)));
     run_cases(strategy, twins::rate_case);
 }
+
+/// Limits with some in shadow mode (`shadow`: bit `i` for limit `i`): a
+/// shadowed limit's denial stops no other limit's charge, the same on both
+/// sides, decision by decision and field by field (each limit's own
+/// decision, through `check_all`).
+#[test]
+fn several_limits_with_some_in_shadow_mode_script_equals_twin() {
+    let strategy =
+        (prop::collection::vec(any_algorithm(), 2..4), 1..8u16).prop_flat_map(|(algs, shadow)| {
+            let mut limits = limits_of(&algs);
+            for i in 0..algs.len() {
+                if shadow & (1 << i) != 0 {
+                    limits = limits.shadow(&format!("p{i}")).unwrap();
+                }
+            }
+            (Just(limits), ops(KEYS, 15, 3000))
+        });
+    run_cases(strategy, twins::rate_case);
+}

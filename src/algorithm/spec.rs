@@ -112,6 +112,26 @@ impl Spec {
         }
     }
 
+    /// The name the Redis code knows this algorithm by in shadow mode: its
+    /// tag and `~` (`lua/main.lua`: a denial that stops no other charge).
+    pub(crate) fn shadow_tag(&self) -> &'static str {
+        match self {
+            Spec::FixedWindow {
+                jittered: false, ..
+            } => "fw~",
+            Spec::FixedWindow { jittered: true, .. } => "fwj~",
+            Spec::SlidingLog { .. } => "sl~",
+            Spec::SlidingWindow {
+                jittered: false, ..
+            } => "sw~",
+            Spec::SlidingWindow { jittered: true, .. } => "swj~",
+            Spec::TokenBucket { .. } => "tb~",
+            Spec::LeakyBucket { .. } => "lb~",
+            Spec::Gcra { .. } => "gcra~",
+            Spec::Concurrency { .. } => "cc~",
+        }
+    }
+
     /// The largest cost that can ever be admitted.
     #[inline]
     pub(crate) fn max_cost(&self) -> u64 {

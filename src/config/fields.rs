@@ -39,19 +39,28 @@ pub(crate) struct Fields {
     pub(crate) leak_per_sec: Option<f64>,
     /// Fixed and sliding windows: `jittered()` when true.
     pub(crate) jitter: Option<bool>,
+    /// A limit of `Limits` only: in shadow mode when true.
+    pub(crate) shadow: Option<bool>,
 }
 
 impl Fields {
     /// Read a table's fields; `want` is the algorithm the caller expects
     /// (`None`: whichever the table names). A field that `want` does not
     /// have is refused at once, listing the ones it has.
+    /// `shadow`: whether the table is a limit of `Limits`, which may
+    /// say `shadow = true`.
     pub(crate) fn read<'de, A: MapAccess<'de>>(
         mut map: A,
         want: Option<Kind>,
+        shadow: bool,
     ) -> Result<Self, A::Error> {
         let expected = want.map_or(ALL, Kind::fields);
         let mut f = Fields::default();
         while let Some(key) = map.next_key::<String>()? {
+            if shadow && key == "shadow" {
+                once(&mut f.shadow, "shadow", map.next_value()?)?;
+                continue;
+            }
             if !expected.contains(&key.as_str()) {
                 return Err(de::Error::unknown_field(&key, expected));
             }

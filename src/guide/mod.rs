@@ -18,6 +18,7 @@
 //! | which requests the limit covers, and in which order with your other middleware | the routes you put it on | [below](#where-the-layer-goes) |
 //! | what a request costs | 1 | [`costs`] |
 //! | several limits, tiers, counting by the response, in-flight limits | one limit | [`several_limits`] |
+//! | keys never limited or always refused, a limit tried in shadow mode, limits about to bite | none | [`exemptions`] |
 //! | what happens when Redis is slow or down | fail open after 100 ms | [`failures`] |
 //! | which URL for your managed Redis, TLS, Sentinel, the ACL, the eviction policy, what to monitor | - | [`deploying`] |
 //! | one key hammered by the whole fleet, or more decisions than one call each | many decisions per call; no allotments | [`hot_keys`] |
@@ -181,6 +182,7 @@ pub mod choosing_an_algorithm;
 pub mod configuration;
 pub mod costs;
 pub mod deploying;
+pub mod exemptions;
 pub mod failures;
 pub mod headers_and_clients;
 pub mod hot_keys;

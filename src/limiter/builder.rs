@@ -7,6 +7,7 @@
 use super::allotments::Allotments;
 use super::core::Core;
 use super::deny_cache::DenyCache;
+use super::exemptions::Exemptions;
 use super::hot_keys::{HotKeys, Sharing};
 use super::Limiter;
 use crate::algorithm::Algorithm;
@@ -34,6 +35,7 @@ pub(crate) struct Settings {
     pub(crate) policy: FailurePolicy,
     pub(crate) breaker: CircuitBreaker,
     pub(crate) hook: Option<FailureHook>,
+    pub(crate) exemptions: Option<Exemptions>,
 }
 
 impl Settings {
@@ -49,6 +51,7 @@ impl Settings {
             policy: FailurePolicy::default(),
             breaker: CircuitBreaker::default(),
             hook: None,
+            exemptions: None,
         }
     }
 
@@ -88,6 +91,7 @@ impl Settings {
             guard: Guard::new(self.timeout, self.policy, self.breaker, self.hook),
             deny_cache: deny_cache.map(DenyCache::new),
             allotments: None,
+            exemptions: self.exemptions,
         }
     }
 }
@@ -228,6 +232,15 @@ impl<A: Algorithm> LimiterBuilder<A> {
         self
     }
 
+    /// Keys never limited and keys always refused ([`Exemptions`]): checked
+    /// first, on every entry, before the deny cache and the store. Keep a
+    /// clone of the handle to change the lists at run time; one handle may
+    /// serve several limiters.
+    pub fn exemptions(mut self, exemptions: Exemptions) -> Self {
+        self.settings.exemptions = Some(exemptions);
+        self
+    }
+
     /// Check the configuration and build the limiter; an error names the
     /// field that is wrong.
     ///
@@ -239,6 +252,12 @@ impl<A: Algorithm> LimiterBuilder<A> {
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         let sharing = match self.hot_keys {
             None => None,
+            Some(_) if self.algorithm.shadowed() != 0 => {
+                return Err(ConfigError::new(
+                    "hot_keys",
+                    "a limit in shadow mode is decided by the store on every request: take it out of shadow mode or turn hot keys off",
+                ));
+            }
             Some(hot) => {
                 let specs: Vec<_> = self.algorithm.parts().into_iter().map(|p| p.1).collect();
                 Some(Sharing::new(hot, &specs)?)

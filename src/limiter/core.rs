@@ -2,7 +2,8 @@
 //! `check_all`, `check_with`, `peek`, `refund`, `refund_with`, the layers,
 //! a concurrency limiter's `acquire`, `peek` and releases) comes here:
 //!
-//! plan (limits → store targets) → deny cache → hot key's allotment
+//! plan (limits → store targets; exemptions: a listed key is answered
+//! here) → deny cache → hot key's allotment
 //! (`allotments/`, with `HotKeys`) → store → guard (timeout, breaker,
 //! failure policy) → combine → deny cache → metrics.
 //!
@@ -12,19 +13,16 @@
 
 use super::allotments::Allotments;
 use super::deny_cache::DenyCache;
+use super::exemptions::Exemptions;
 use super::outcome::Outcome;
 use super::outcome::{AsOutcome, Finish};
 use crate::algorithm::{Quota, Reply, Spec};
 use crate::clock::Clock;
-use crate::failure::{Call, Guard};
+use crate::failure::Guard;
 use crate::metrics::Metrics;
 use crate::pending::Pending;
-use crate::store::{Answer, Batch, Mode, Store, StoreFuture, Target};
-use smallvec::SmallVec;
-use smol_str::SmolStr;
-use std::future::Future;
+use crate::store::{Answer, Batch, Mode, Store, Target};
 use std::sync::Arc;
-use tracing::Instrument;
 
 /// A limiter apart from its limits: shared by its clones and decisions.
 pub(crate) struct Core {
@@ -37,6 +35,8 @@ pub(crate) struct Core {
     pub(crate) deny_cache: Option<DenyCache>,
     /// Hot keys decided from allotments (`HotKeys`), for the own limits.
     pub(crate) allotments: Option<Allotments>,
+    /// Keys never limited and keys always refused, when given.
+    pub(crate) exemptions: Option<Exemptions>,
 }
 
 /// The limits one call decides: each one's name on the wire and its store
@@ -48,6 +48,8 @@ pub(crate) struct Plan {
     /// The largest cost any target can tell from a larger one (the largest
     /// maximum + 1): costs are clamped to it, once per call.
     pub(crate) cost_cap: u64,
+    /// Bit `i`: target `i` is in shadow mode (0: none, the usual case).
+    pub(crate) shadowed: u16,
 }
 
 impl Plan {
@@ -85,16 +87,19 @@ impl Core {
     /// and its spec): the store names their keys
     /// `{prefix}:{limiter}[/{limit}]:{tag}:{…}`, so state is shared exactly
     /// by limits of the same prefix, names and algorithm.
-    pub(crate) fn plan(&self, parts: Vec<(Option<Arc<str>>, Spec)>) -> Plan {
+    /// `shadowed`: bit `i` when part `i` is in shadow mode.
+    pub(crate) fn plan(&self, parts: Vec<(Option<Arc<str>>, Spec)>, shadowed: u16) -> Plan {
         let (names, targets): (Vec<_>, Vec<_>) = parts
             .into_iter()
-            .map(|(limit, spec)| {
+            .enumerate()
+            .map(|(i, (limit, spec))| {
                 let (name, namespace) = match limit {
                     None => (self.name.clone(), self.name.to_string()),
                     Some(l) => (l.clone(), format!("{}/{l}", self.name)),
                 };
                 let ns = self.store.namespace(&self.prefix, &namespace, spec.tag());
-                (name, Target { ns, spec })
+                let shadow = i < 16 && shadowed & (1 << i) != 0;
+                (name, Target { ns, spec, shadow })
             })
             .unzip();
         let cost_cap = targets.iter().map(|t| t.spec.cost_cap()).max();
@@ -102,6 +107,7 @@ impl Core {
             names: names.into(),
             cost_cap: cost_cap.unwrap_or(u64::MAX),
             targets: targets.into(),
+            shadowed,
         }
     }
 
@@ -134,6 +140,25 @@ impl Core {
     ) -> Pending<F::Output> {
         // Any cost above every maximum is denied alike; this bounds the numbers.
         let cost = ask.cost.min(ask.plan.cost_cap);
+        // Exemptions given and not empty: one atomic load when they are
+        // empty. A refund or a release gives back what was charged before
+        // the key was listed: it always reaches the store.
+        if let Some(lists) = &self.exemptions {
+            if lists.is_active() && ask.mode != Mode::Refund {
+                return self.screened(lists, ask, cost, finish);
+            }
+        }
+        self.unlisted(ask, cost, finish)
+    }
+
+    /// Decide `ask` for a key on no list.
+    #[inline(always)]
+    pub(super) fn unlisted<F: Finish>(
+        self: &Arc<Self>,
+        ask: Ask<'_>,
+        cost: u64,
+        finish: F,
+    ) -> Pending<F::Output> {
         if ask.own {
             if let (Some(table), Mode::Check) = (&self.allotments, ask.mode) {
                 return self.allotted(table, &ask, cost, finish);
@@ -229,10 +254,13 @@ impl Core {
         span: Option<&tracing::Span>,
     ) -> Pending<F::Output> {
         match self.store.decide(batch) {
-            Answer::One(ref reply) => self.ready_one(ask.counted, batch, asked, reply, finish),
-            Answer::PerTarget(ref replies) => {
-                self.ready(ask.counted, batch, asked, replies, finish)
+            Answer::One(ref reply) if ask.plan.shadowed == 0 => {
+                self.ready_one(ask.counted, batch, asked, reply, finish)
             }
+            Answer::One(ref reply) => {
+                self.ready(ask, batch, asked, std::slice::from_ref(reply), finish)
+            }
+            Answer::PerTarget(ref replies) => self.ready(ask, batch, asked, replies, finish),
             Answer::Later(store) => self.later(store, span.cloned(), ask, batch, asked, finish),
         }
     }
@@ -252,10 +280,13 @@ impl Core {
         finish: F,
     ) -> Pending<F::Output> {
         if asked.is_some() {
-            return self.ready(counted, batch, asked, std::slice::from_ref(reply), finish);
+            let one = std::slice::from_ref(reply);
+            let outcome = Outcome::replied(one);
+            return self.ready_outcome(counted, batch, asked, outcome, None, finish);
         }
         if counted {
-            self.metrics.decided(reply.reason, false);
+            self.metrics
+                .decided_reply(reply.reason, reply.is_near_limit());
         }
         Pending::ready(Ok(finish.finish_reply(reply)))
     }
@@ -264,56 +295,37 @@ impl Core {
     #[inline(always)]
     fn ready<F: Finish>(
         &self,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         replies: &[Reply],
         finish: F,
     ) -> Pending<F::Output> {
-        let Some(outcome) = Outcome::replied(replies) else {
-            return Pending::ready(Err(super::outcome::none()));
-        };
-        self.record(batch.mode, counted, batch.key, batch.cost, asked, &outcome);
-        Pending::ready(Ok(finish.finish(outcome)))
+        let outcome = Outcome::replied(replies);
+        let shadow = Some(ask.plan).filter(|p| p.shadowed != 0);
+        self.ready_outcome(ask.counted, batch, asked, outcome, shadow, finish)
     }
 
-    /// A decision under way: the store's future inside the guard (and
-    /// `span`, if any), owning what the failure policy needs.
-    #[inline(never)]
-    fn later<F: Finish>(
-        self: &Arc<Self>,
-        store: StoreFuture,
-        span: Option<tracing::Span>,
-        ask: &Ask<'_>,
+    /// [`ready`](Self::ready) of the replies read (`shadow`: the plan, when
+    /// it has limits in shadow mode).
+    #[inline(always)]
+    fn ready_outcome<F: Finish>(
+        &self,
+        counted: bool,
         batch: &Batch<'_>,
         asked: Option<u64>,
+        outcome: Option<Outcome>,
+        shadow: Option<&Plan>,
         finish: F,
     ) -> Pending<F::Output> {
-        let counted = ask.counted;
-        let specs: SmallVec<[Spec; 1]> = batch.targets.iter().map(|t| t.spec).collect();
-        // Inline up to 23 bytes: a usual key costs no allocation.
-        let (key, lease) = (SmolStr::new(batch.key), SmolStr::new(batch.lease));
-        // The failure policy answers for the request's cost, not a slice.
-        let (mode, cost, core) = (batch.mode, batch.cost - ask.slice, self.clone());
-        let decision = async move {
-            let started = crate::clock::ticks();
-            let call = Call {
-                limiter: &core.name,
-                specs: &specs,
-                key: &key,
-                cost,
-                mode,
-                lease: &lease,
-                store: &core.store,
-            };
-            let each = core.guard.call(store, &call).await;
-            core.metrics
-                .timed(crate::clock::ticks().saturating_duration_since(started));
-            let outcome = Outcome::of(each?)?;
-            core.record(mode, counted, &key, cost, asked, &outcome);
-            Ok(finish.finish(outcome))
+        let Some(mut outcome) = outcome else {
+            return Pending::ready(Err(super::outcome::none()));
         };
-        Pending::later(boxed(decision, span))
+        if let Some(plan) = shadow {
+            outcome = self.shadowed(outcome, plan.shadowed, counted.then_some(&plan.names[..]));
+        }
+        self.record(batch.mode, counted, batch.key, batch.cost, asked, &outcome);
+        Pending::ready(Ok(finish.finish(outcome)))
     }
 
     /// What follows a decision: metrics, and the deny cache (`asked`: when
@@ -333,11 +345,14 @@ impl Core {
         }
         let (reason, degraded) = d.outcome();
         self.metrics.decided(reason, degraded);
+        if reason.admits() && d.near_limit() {
+            self.metrics.near_limit();
+        }
         if mode != Mode::Check {
             return;
         }
         if let (Some(cache), Some(asked)) = (&self.deny_cache, asked) {
-            remember(cache, key, cost, asked, d);
+            cache.learn(key, cost, asked, d);
         }
     }
 
@@ -346,32 +361,6 @@ impl Core {
     pub(super) fn local_now(&self) -> u64 {
         self.now()
             .unwrap_or_else(|| crate::clock::MonotonicClock.now_ms())
-    }
-}
-
-/// What the deny cache learns from a decision of the limiter's own limits
-/// asked at `asked`: a denial to remember, or an admission that makes what
-/// it remembers of the key stale.
-#[inline(never)]
-fn remember(cache: &DenyCache, key: &str, cost: u64, asked: u64, d: &Outcome) {
-    let overall = d.overall();
-    if overall.allowed() {
-        cache.forget(key);
-    } else {
-        cache.put(key, cost, asked, d, &overall);
-    }
-}
-
-/// A decision under way, boxed: it owns the store's future and what the
-/// failure policy needs. Inside `span` only when a debug listener made one
-/// (`Instrumented` costs every poll something).
-fn boxed<T>(
-    decision: impl Future<Output = Result<T, crate::Error>> + Send + 'static,
-    span: Option<tracing::Span>,
-) -> crate::pending::LaterFuture<T> {
-    match span {
-        None => Box::pin(decision),
-        Some(span) => Box::pin(decision.instrument(span)),
     }
 }
 

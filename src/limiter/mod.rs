@@ -5,12 +5,15 @@ mod allotments;
 mod builder;
 mod core;
 mod deny_cache;
+mod exemptions;
 mod hot_keys;
+mod later;
 mod outcome;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Core, Plan};
+pub use self::exemptions::Exemptions;
 pub use self::hot_keys::HotKeys;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
@@ -30,8 +33,8 @@ use std::sync::Arc;
 /// `Clone + Send + Sync` and cheap to clone; works the same over a
 /// [`MemoryStore`](crate::store::MemoryStore) or a
 /// [`RedisStore`](crate::store::RedisStore). Every method takes the same
-/// path: the timeout, the circuit breaker, the failure policy, the metrics
-/// and the deny cache apply to each.
+/// path: the [`Exemptions`], the timeout, the circuit breaker, the failure
+/// policy, the metrics and the deny cache apply to each.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -85,7 +88,7 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     pub(crate) fn from_core(core: Core, algorithm: A) -> Self {
-        let own = core.plan(algorithm.parts());
+        let own = core.plan(algorithm.parts(), algorithm.shadowed());
         Self {
             inner: Arc::new(Inner {
                 core: Arc::new(core),
@@ -196,7 +199,9 @@ impl<A: Algorithm> Limiter<A> {
 
     /// The plan of `algorithm`'s limits under this limiter's names.
     pub(crate) fn plan(&self, algorithm: &A) -> Plan {
-        self.inner.core.plan(algorithm.parts())
+        self.inner
+            .core
+            .plan(algorithm.parts(), algorithm.shadowed())
     }
 
     /// What the limits of `plan` (the limiter's own when `None`) add up
@@ -303,6 +308,12 @@ impl<A: Algorithm> Limiter<A> {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.inner.core.store
+    }
+
+    /// The [`Exemptions`] given to the builder, if any: a handle to
+    /// change them at run time.
+    pub fn exemptions(&self) -> Option<&Exemptions> {
+        self.inner.core.exemptions.as_ref()
     }
 }
 

@@ -123,6 +123,9 @@ pub(crate) struct Namespace {
 pub(crate) struct Target {
     pub(crate) ns: Namespace,
     pub(crate) spec: Spec,
+    /// In shadow mode: decided and charged when it admits, but its denial
+    /// does not stop the others' charge (`Limits::shadow`).
+    pub(crate) shadow: bool,
 }
 
 /// One call to a store: every target for the same user key, decided all or

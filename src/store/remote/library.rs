@@ -131,7 +131,11 @@ pub(super) fn command(batch: &Batch<'_>) -> Call {
     cmd.arg(batch.mode.as_str()).arg(batch.cost);
     for target in batch.targets {
         let spec = target.spec;
-        cmd.arg(spec.tag());
+        cmd.arg(if target.shadow {
+            spec.shadow_tag()
+        } else {
+            spec.tag()
+        });
         match spec {
             Spec::FixedWindow {
                 limit, window_ms, ..
@@ -329,6 +333,7 @@ mod tests {
         .map(|(i, (_, spec))| Target {
             ns: store.namespace("rl", &format!("x{i}"), spec.tag()),
             spec,
+            shadow: false,
         })
         .collect();
         for (now, mode) in [

@@ -205,6 +205,7 @@ pub(super) async fn decide_once<T: Transport>(
             spec.tag(),
         )),
         spec,
+        shadow: false,
     };
     let batch = Batch {
         targets: std::slice::from_ref(&target),
