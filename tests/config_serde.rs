@@ -288,9 +288,9 @@ mod config_file;
 async fn the_example_s_file_loads_with_an_environment_override() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/config_file.toml");
     // The only test here that reads the environment.
-    std::env::set_var("FLOODGATE_API__LIMITS__SECOND", "50/s burst 100");
+    std::env::set_var("RATE_LIMITS_API__LIMITS__SECOND", "50/s burst 100");
     let file = config_file::load(path);
-    std::env::remove_var("FLOODGATE_API__LIMITS__SECOND");
+    std::env::remove_var("RATE_LIMITS_API__LIMITS__SECOND");
     let file = file.unwrap();
     // figment gives a table's keys sorted by name.
     let api = Limits::new("day", FixedWindow::new(100_000, secs(86_400)))
@@ -312,11 +312,11 @@ async fn the_example_s_file_loads_with_an_environment_override() {
         .unwrap();
 
     // A value out of bounds in the environment: the message, and the variable.
-    std::env::set_var("FLOODGATE_LOGIN__LIMITS__ATTEMPTS", "sliding_log 0/15min");
+    std::env::set_var("RATE_LIMITS_LOGIN__LIMITS__ATTEMPTS", "sliding_log 0/15min");
     let e = config_file::load(path).unwrap_err().to_string();
-    std::env::remove_var("FLOODGATE_LOGIN__LIMITS__ATTEMPTS");
+    std::env::remove_var("RATE_LIMITS_LOGIN__LIMITS__ATTEMPTS");
     let want = message(SlidingLog::try_new(0, secs(900)).unwrap_err());
-    assert!(e.contains(&want) && e.contains("FLOODGATE_"), "{e}");
+    assert!(e.contains(&want) && e.contains("RATE_LIMITS_"), "{e}");
 }
 
 #[test]
