@@ -78,6 +78,7 @@ pub mod clock;
 pub mod concurrency;
 #[cfg(feature = "serde")]
 pub mod config;
+mod config_error;
 mod decision;
 mod decisions;
 mod error;
@@ -95,9 +96,10 @@ pub mod response;
 pub mod store;
 
 pub use concurrency::{ConcurrencyLimiter, ConcurrencyLimiterBuilder, Lease};
+pub use config_error::ConfigError;
 pub use decision::{Decision, Reason};
 pub use decisions::{Decisions, LimitDecision};
-pub use error::{ConfigError, Error};
+pub use error::Error;
 pub use layer::{ConcurrencyLimitLayer, RateLimitLayer};
 pub use limiter::{Exemptions, HotKeys, Limiter, LimiterBuilder};
 pub use quota::Quota;
