@@ -119,7 +119,10 @@ stop_servers() {
     for f in "$CLUSTER_DIR"/*.pid; do
         [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
     done
-    rm -rf "$CLUSTER_DIR"
+    for f in "$CLUSTER_DIR"/*.pid; do # each writes its files as it stops
+        for _ in $(seq 50); do [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null || break; sleep 0.1; done
+    done
+    rm -rf "$CLUSTER_DIR" 2>/dev/null || true
 }
 trap stop_servers EXIT
 start_redis() { # port [extra args]
@@ -218,8 +221,10 @@ step loadgen bench loadgen -- $(q "--quick" "--runs 3")
     # tests/redis_memory.rs and tests/memory_bound.rs
     awk -F' *[|] *' '/^[|] [a-z]/ && $3 ~ /^[0-9]+$/ {n = $2; gsub(" ", "_", n); print "bytes.redis_" n "=" $3; print "bytes.redis_" n "_textbook=" $4}' \
         "$OUT/redis_memory.txt"
-    awk '/B per key/ {n = $1; sub(":", "", n); for (i = 1; i <= NF; i++) if ($i == "B" && $(i+1) == "per") print "bytes.memory_" n "=" $(i-1);
-         for (i = 1; i <= NF; i++) if ($i == "keys" && $(i+1) == "held") print "bytes.memory_keys=" $(i-1)}' \
+    # "test … ... token_bucket: 1000000 keys held of 1000000, RSS +167 MB, 167 B per key, 2.1 s"
+    awk 'match($0, /[a-z_]+: [0-9]+ keys held of [0-9]+, RSS [^,]*, [0-9]+ B per key/) {
+        split(substr($0, RSTART, RLENGTH), f, " "); n = f[1]; sub(":", "", n)
+        print "bytes.memory_" n "=" f[10]; print "bytes.memory_keys=" f[2]}' \
         "$OUT/memory_bound.txt" | sort -u
 
     # abuse_load: "| off | 12 345 (…) | 1.00000 |"
@@ -261,7 +266,9 @@ step loadgen bench loadgen -- $(q "--quick" "--runs 3")
         for (i = 1; i <= NF; i++) {
             if ($i == "p50") print "algload." n "_p50_us=" $(i+1); if ($i == "p99") print "algload." n "_p99_us=" $(i+1);
             if ($i == "CPU") print "algload." n "_cpu_pct=" $(i+1); if ($i == "µs/call;") print "algload." n "_us_per_call=" $(i-1);
-            if ($i == "memory") print "algload." n "_dataset=" $(i+1) " " $(i+2); if ($i == "admitted") {v = $(i+1); sub(";", "", v); print "algload." n "_admitted=" v}}}' \
+            if ($i == "memory") {after = $(i+1); before = $(i+3); sub(/\),?/, "", before)}
+            if ($i == "keys" && $(i-1) + 0 > 0) {printf "algload.%s_dataset_mb=%.2f\nalgload.%s_bytes_per_client=%.0f\n", n, (after - before) / 1e6, n, (after - before) / $(i-1)}
+            if ($i == "admitted") {v = $(i+1); sub(";", "", v); print "algload." n "_admitted=" v}}}' \
         "$OUT/algorithm_load.txt"
 
     # http_load: "| wrk | app | requests/s | × plain | × tower_governor | × tg headers | × plain CPU | not 2xx | server µs | ..."
