@@ -3,17 +3,19 @@
 #
 #   benches/run_all.sh [OUT]          # OUT: where each step's full output goes
 #                                     # (default /tmp/floodgate-bench)
-#   QUICK=1 benches/run_all.sh        # each bench in its smoke mode (~5 min after the build)
+#   QUICK=1 benches/run_all.sh        # each bench in its smoke mode (~4 min after the build)
 #   SKIP_PEER=1 benches/run_all.sh    # without rate-limiter-flexible (Node)
 #   python3 benches/fill_benchmarks.py OUT/figures.txt   # the figures into BENCHMARKS.md
 #
 # At the end it prints a block of `name=value` lines (also OUT/figures.txt):
 # the names of the `{{name}}` placeholders in BENCHMARKS.md.
 #
-# Expected time on 2 cores, nothing else running: the build ~8-12 min from
-# cold (one optimized build serves every bench: `--features deadpool`
-# everywhere; the outside crate builds floodgate once more on its own), then
-# the runs ~17 min (each step says its own below): ~30 min in all.
+# Expected time on 2 cores with nothing else running: the runs ~16 min
+# (each step says its own below; about 4 min in all with QUICK=1); the
+# build, from cold, ~10-15 min (one optimized build serves every bench:
+# `--features deadpool` everywhere; the outside crate builds floodgate once
+# more on its own). About 30 min in all. On a machine shared with other
+# builds the cold build alone took 29 min.
 #
 # What it needs: Rust; redis-server, redis-cli and redis-benchmark 7
 # (Debian/Ubuntu `apt-get install -y redis-server redis-tools`); openssl
