@@ -10,10 +10,11 @@
 //! ready before `run` returns: no future, no timeout, no breaker (it cannot
 //! fail). Any other store answers with a future, which the guard bounds.
 
-use super::allotments::Allotments;
 use super::deny_cache::DenyCache;
+use super::hot_keys::HotKeys;
 use super::outcome::Outcome;
 use super::outcome::{AsOutcome, Finish};
+use super::own::Own;
 use crate::algorithm::{Quota, Reply, Spec};
 use crate::clock::Clock;
 use crate::failure::{Call, Guard};
@@ -23,7 +24,9 @@ use crate::store::{Answer, Batch, Mode, Store, StoreFuture, Target};
 use smallvec::SmallVec;
 use smol_str::SmolStr;
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
+use std::time::Duration;
 use tracing::Instrument;
 
 /// A limiter apart from its limits: shared by its clones and decisions.
@@ -34,9 +37,14 @@ pub(crate) struct Core {
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) guard: Guard,
     pub(crate) metrics: Metrics,
-    pub(crate) deny_cache: Option<DenyCache>,
-    /// Hot keys decided from allotments (`HotKeys`), for the own limits.
-    pub(crate) allotments: Option<Allotments>,
+    /// How many denials each set of the limiter's own limits remembers
+    /// (`Own::deny_cache`), if it has a deny cache.
+    pub(crate) deny_cache: Option<NonZeroUsize>,
+    /// Hot keys decided from allotments (`Own::allotments`), for the own
+    /// limits.
+    pub(crate) hot_keys: Option<HotKeys>,
+    /// The timeout: how long a request waits for a hot key's slice.
+    pub(crate) wait: Duration,
 }
 
 /// The limits one call decides: each one's name on the wire and its store
@@ -64,8 +72,9 @@ impl Plan {
 #[derive(Clone, Copy)]
 pub(crate) struct Ask<'a> {
     pub(crate) plan: &'a Plan,
-    /// The plan is the limiter's own (the deny cache only knows those).
-    pub(crate) own: bool,
+    /// The limiter's own limits, when `plan` is theirs: the deny cache and
+    /// the hot keys know only those (`None`: limits of this call only).
+    pub(crate) own: Option<&'a Arc<Own>>,
     pub(crate) key: &'a str,
     pub(crate) cost: u64,
     pub(crate) mode: Mode,
@@ -134,12 +143,12 @@ impl Core {
     ) -> Pending<F::Output> {
         // Any cost above every maximum is denied alike; this bounds the numbers.
         let cost = ask.cost.min(ask.plan.cost_cap);
-        if ask.own {
-            if let (Some(table), Mode::Check) = (&self.allotments, ask.mode) {
+        if let Some(own) = ask.own {
+            if let (Some(table), Mode::Check) = (&own.allotments, ask.mode) {
                 return self.allotted(table, &ask, cost, finish);
             }
-            if self.deny_cache.is_some() {
-                return self.cached(&ask, cost, finish);
+            if let Some(cache) = &own.deny_cache {
+                return self.cached(cache, &ask, cost, finish);
             }
         }
         self.decide(&ask, cost, None, finish)
@@ -150,23 +159,22 @@ impl Core {
     #[inline(never)]
     fn cached<F: Finish>(
         self: &Arc<Self>,
+        cache: &DenyCache,
         ask: &Ask<'_>,
         cost: u64,
         finish: F,
     ) -> Pending<F::Output> {
         // The time the cache measures with.
         let asked = self.local_now();
-        if let Some(cache) = &self.deny_cache {
-            match ask.mode {
-                Mode::Check => {
-                    if let Some(hit) = cache.get(ask.key, cost, asked) {
-                        self.metrics.cache_hit(&hit.overall());
-                        return Pending::ready(Ok(finish.finish(hit)));
-                    }
+        match ask.mode {
+            Mode::Check => {
+                if let Some(hit) = cache.get(ask.key, cost, asked) {
+                    self.metrics.cache_hit(&hit.overall());
+                    return Pending::ready(Ok(finish.finish(hit)));
                 }
-                Mode::Refund => cache.forget(ask.key),
-                Mode::Peek => {}
             }
+            Mode::Refund => cache.forget(ask.key),
+            Mode::Peek => {}
         }
         self.decide(ask, cost, Some(asked), finish)
     }
@@ -229,10 +237,8 @@ impl Core {
         span: Option<&tracing::Span>,
     ) -> Pending<F::Output> {
         match self.store.decide(batch) {
-            Answer::One(ref reply) => self.ready_one(ask.counted, batch, asked, reply, finish),
-            Answer::PerTarget(ref replies) => {
-                self.ready(ask.counted, batch, asked, replies, finish)
-            }
+            Answer::One(ref reply) => self.ready_one(ask, batch, asked, reply, finish),
+            Answer::PerTarget(ref replies) => self.ready(ask, batch, asked, replies, finish),
             Answer::Later(store) => self.later(store, span.cloned(), ask, batch, asked, finish),
         }
     }
@@ -245,16 +251,16 @@ impl Core {
     #[inline(always)]
     fn ready_one<F: Finish>(
         &self,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         reply: &Reply,
         finish: F,
     ) -> Pending<F::Output> {
         if asked.is_some() {
-            return self.ready(counted, batch, asked, std::slice::from_ref(reply), finish);
+            return self.ready(ask, batch, asked, std::slice::from_ref(reply), finish);
         }
-        if counted {
+        if ask.counted {
             self.metrics.decided(reply.reason, false);
         }
         Pending::ready(Ok(finish.finish_reply(reply)))
@@ -264,7 +270,7 @@ impl Core {
     #[inline(always)]
     fn ready<F: Finish>(
         &self,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         replies: &[Reply],
@@ -273,7 +279,16 @@ impl Core {
         let Some(outcome) = Outcome::replied(replies) else {
             return Pending::ready(Err(super::outcome::none()));
         };
-        self.record(batch.mode, counted, batch.key, batch.cost, asked, &outcome);
+        let cache = asked.and(ask.own).and_then(|o| o.deny_cache.as_ref());
+        self.record(
+            batch.mode,
+            ask.counted,
+            batch.key,
+            batch.cost,
+            cache,
+            asked,
+            &outcome,
+        );
         Pending::ready(Ok(finish.finish(outcome)))
     }
 
@@ -295,6 +310,11 @@ impl Core {
         let (key, lease) = (SmolStr::new(batch.key), SmolStr::new(batch.lease));
         // The failure policy answers for the request's cost, not a slice.
         let (mode, cost, core) = (batch.mode, batch.cost - ask.slice, self.clone());
+        // The deny cache of the limits this decision started with, if asked.
+        let own = asked
+            .and(ask.own)
+            .filter(|o| o.deny_cache.is_some())
+            .cloned();
         let decision = async move {
             let started = crate::clock::ticks();
             let call = Call {
@@ -309,21 +329,24 @@ impl Core {
             core.metrics
                 .timed(crate::clock::ticks().saturating_duration_since(started));
             let outcome = Outcome::of(each?)?;
-            core.record(mode, counted, &key, cost, asked, &outcome);
+            let cache = own.as_ref().and_then(|o| o.deny_cache.as_ref());
+            core.record(mode, counted, &key, cost, cache, asked, &outcome);
             Ok(finish.finish(outcome))
         };
         Pending::later(boxed(decision, span))
     }
 
-    /// What follows a decision: metrics, and the deny cache (`asked`: when
-    /// it was asked, for the limiter's own limits, when it has one).
+    /// What follows a decision: metrics, and the deny cache of the limits
+    /// it was made under (`asked`: when it was asked, if it was).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record(
         &self,
         mode: Mode,
         counted: bool,
         key: &str,
         cost: u64,
+        cache: Option<&DenyCache>,
         asked: Option<u64>,
         d: &Outcome,
     ) {
@@ -335,7 +358,7 @@ impl Core {
         if mode != Mode::Check {
             return;
         }
-        if let (Some(cache), Some(asked)) = (&self.deny_cache, asked) {
+        if let (Some(cache), Some(asked)) = (cache, asked) {
             remember(cache, key, cost, asked, d);
         }
     }

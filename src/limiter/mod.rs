@@ -3,10 +3,13 @@
 
 mod allotments;
 mod builder;
+mod change;
 mod core;
+mod current;
 mod deny_cache;
 mod hot_keys;
 mod outcome;
+mod own;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
@@ -14,6 +17,8 @@ pub(crate) use self::core::{Ask, Core, Plan};
 pub use self::hot_keys::HotKeys;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
+pub(crate) use self::own::Own;
+use self::own::Versions;
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
@@ -59,9 +64,9 @@ pub struct Limiter<A> {
 
 struct Inner<A> {
     core: Arc<Core>,
-    /// The plan of the limiter's own limits.
-    own: Plan,
-    algorithm: A,
+    /// The limiter's own limits: the current version, and those decisions
+    /// in flight may have started under.
+    versions: Versions<A>,
 }
 
 impl<A> Clone for Limiter<A> {
@@ -84,13 +89,14 @@ impl<A: Algorithm> Limiter<A> {
         Self::builder(store, algorithm).build_defaults()
     }
 
-    pub(crate) fn from_core(core: Core, algorithm: A) -> Self {
-        let own = core.plan(algorithm.parts());
+    /// The limiter of `core` and `algorithm`, with what the hot keys make
+    /// of it (checked: [`Core::sharing`]).
+    pub(crate) fn from_core(core: Core, algorithm: A, sharing: Option<hot_keys::Sharing>) -> Self {
+        let first = core.version(algorithm, sharing, 0);
         Self {
             inner: Arc::new(Inner {
                 core: Arc::new(core),
-                own,
-                algorithm,
+                versions: Versions::new(first),
             }),
         }
     }
@@ -130,8 +136,11 @@ impl<A: Algorithm> Limiter<A> {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn check_all(&self, key: &str, cost: u64) -> Result<Decisions, Error> {
-        let decided = self.start(None, key, cost, Mode::Check).await?;
-        Ok(decisions(&self.inner.own, &decided))
+        // Decided and reported under the same limits, whatever changes meanwhile.
+        let own = self.own();
+        let ask = ask(&own.plan, Some(own), key, cost, Mode::Check);
+        let decided = self.inner.core.run(ask).await?;
+        Ok(decisions(&own.plan, &decided))
     }
 
     /// Like [`check_all`](Self::check_all), with the limits of `limits`
@@ -224,18 +233,17 @@ impl<A: Algorithm> Limiter<A> {
         }
     }
 
-    /// One call of the decision path.
+    /// One call of the decision path, under `plan` or else the limiter's
+    /// own limits as they are now: read once here (one atomic load), and
+    /// kept by the decision to its end whatever changes meanwhile.
     #[inline(always)]
     fn ask<'a>(&'a self, plan: Option<&'a Plan>, key: &'a str, cost: u64, mode: Mode) -> Ask<'a> {
-        Ask {
-            plan: plan.unwrap_or(&self.inner.own),
-            own: plan.is_none(),
-            key,
-            cost,
-            mode,
-            counted: mode == Mode::Check,
-            lease: "",
-            slice: 0,
+        match plan {
+            Some(plan) => ask(plan, None, key, cost, mode),
+            None => {
+                let own = self.own();
+                ask(&own.plan, Some(own), key, cost, mode)
+            }
         }
     }
 
@@ -247,11 +255,13 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     /// Start what a layer asks of this limiter for a request (`plan`: its
-    /// limits when resolved per request, else the limiter's own).
+    /// limits when resolved per request, else `own`, the limiter's own as
+    /// the layer read them).
     #[inline(always)]
     pub(crate) fn start_for_layer(
         &self,
         plan: Option<&Plan>,
+        own: &Arc<Own>,
         key: &str,
         cost: u64,
         call: LayerCall,
@@ -262,11 +272,11 @@ impl<A: Algorithm> Limiter<A> {
             LayerCall::LateCharge => (Mode::Check, false),
             LayerCall::Refund => (Mode::Refund, false),
         };
-        let ask = Ask {
-            counted,
-            ..self.ask(plan, key, cost, mode)
+        let ask = match plan {
+            Some(plan) => ask(plan, None, key, cost, mode),
+            None => ask(&own.plan, Some(own), key, cost, mode),
         };
-        self.inner.core.run(ask)
+        self.inner.core.run(Ask { counted, ..ask })
     }
 
     /// What this limiter does when its store fails.
@@ -280,15 +290,17 @@ impl<A: Algorithm> Limiter<A> {
         self.inner.core.guard.circuit_state()
     }
 
-    /// The algorithm and its parameters.
+    /// The algorithm and its parameters: the current ones, after any
+    /// [`set_algorithm`](Self::set_algorithm).
     pub fn algorithm(&self) -> &A {
-        &self.inner.algorithm
+        &self.inner.versions.current().algorithm
     }
 
-    /// Each limit's name and quota, as they read on the wire.
+    /// Each limit's name and quota, as they read on the wire (the current
+    /// limits).
     pub fn quotas(&self) -> impl Iterator<Item = (&str, Quota)> {
-        self.inner
-            .own
+        self.own()
+            .plan
             .limits()
             .map(|(name, quota)| (&**name, quota))
     }
@@ -323,6 +335,28 @@ pub(crate) enum LayerCall {
     Refund,
 }
 
+/// One call of the decision path under `plan` (`own`: the limiter's own
+/// limits, when `plan` is theirs).
+#[inline(always)]
+fn ask<'a>(
+    plan: &'a Plan,
+    own: Option<&'a Arc<Own>>,
+    key: &'a str,
+    cost: u64,
+    mode: Mode,
+) -> Ask<'a> {
+    Ask {
+        plan,
+        own,
+        key,
+        cost,
+        mode,
+        counted: mode == Mode::Check,
+        lease: "",
+        slice: 0,
+    }
+}
+
 /// Each limit's decision, with its name and quota.
 pub(crate) fn decisions(plan: &Plan, decided: &Outcome) -> Decisions {
     let each = plan
@@ -337,7 +371,7 @@ impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limiter")
             .field("core", &self.inner.core)
-            .field("algorithm", &self.inner.algorithm)
+            .field("algorithm", &self.inner.versions.current().algorithm)
             .finish()
     }
 }

@@ -1,0 +1,140 @@
+//! A limiter's own limits as one build or one change set them: their plan
+//! and everything derived from them (the deny cache's denials, the hot
+//! keys' allotments, the layer's header values), replaced together.
+
+use super::allotments::Allotments;
+use super::core::{Core, Plan};
+use super::current::Current;
+use super::deny_cache::DenyCache;
+use super::hot_keys::Sharing;
+use crate::algorithm::Algorithm;
+use crate::layer::OwnFields;
+use crate::ConfigError;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The limiter's own limits as one build or change set them.
+pub(crate) struct Own {
+    pub(crate) plan: Plan,
+    /// The denials remembered under these limits: a change starts with
+    /// none (a denial under a lower limit may be an admission now).
+    pub(crate) deny_cache: Option<DenyCache>,
+    /// The hot keys' allotments, sized from these limits.
+    pub(crate) allotments: Option<Allotments>,
+    /// Which build or change made it: unique within the limiter.
+    pub(crate) generation: u64,
+    /// The layer's header values of these limits, made when first needed.
+    fields: OnceLock<OwnFields>,
+}
+
+impl Own {
+    /// The layer's header values of these limits.
+    pub(crate) fn fields(&self) -> &OwnFields {
+        self.fields.get_or_init(|| OwnFields::of(&self.plan))
+    }
+}
+
+/// One version of a limiter's own limits: the algorithm as the user gave
+/// it, and what the crate made of it.
+pub(crate) struct Version<A> {
+    pub(crate) algorithm: A,
+    pub(crate) own: Arc<Own>,
+}
+
+/// Every version of a limiter's own limits, and the current one.
+pub(crate) struct Versions<A> {
+    current: Current<Version<A>>,
+    /// The generation of the next change.
+    next: AtomicU64,
+}
+
+impl<A> Versions<A> {
+    /// The current version: one atomic load.
+    #[inline(always)]
+    pub(crate) fn current(&self) -> &Version<A> {
+        self.current.load()
+    }
+}
+
+impl<A: Algorithm> Versions<A> {
+    /// The first version, made at build.
+    pub(crate) fn new(first: Version<A>) -> Self {
+        Self {
+            current: Current::new(first),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// The version of `generation`: the current one, or one a decision
+    /// started under before a change.
+    pub(crate) fn of(&self, generation: u64) -> Option<&Version<A>> {
+        let now = self.current();
+        if now.own.generation == generation {
+            return Some(now);
+        }
+        self.current.find(|v| v.own.generation == generation)
+    }
+
+    /// Make `algorithm` the current version (unless it is already).
+    pub(crate) fn set(&self, core: &Core, algorithm: A) -> Result<(), ConfigError> {
+        self.current.replace(|now| {
+            if now.algorithm == algorithm {
+                return Ok(None);
+            }
+            let sharing = core.sharing(&algorithm)?;
+            let generation = self.next.fetch_add(1, Ordering::Relaxed);
+            Ok(Some(core.version(algorithm, sharing, generation)))
+        })
+    }
+
+    /// How many versions are kept (the current one included).
+    pub(crate) fn kept(&self) -> usize {
+        self.current.kept()
+    }
+}
+
+impl Core {
+    /// What the limiter's hot keys make of `algorithm`'s limits, checked
+    /// as at build.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `hot_keys` (see [`Sharing::new`]).
+    pub(crate) fn sharing<A: Algorithm>(
+        &self,
+        algorithm: &A,
+    ) -> Result<Option<Sharing>, ConfigError> {
+        let Some(hot) = self.hot_keys else {
+            return Ok(None);
+        };
+        let specs: Vec<_> = algorithm.parts().into_iter().map(|p| p.1).collect();
+        Sharing::new(hot, &specs).map(Some)
+    }
+
+    /// The version of `algorithm`'s limits numbered `generation`, with
+    /// what [`sharing`](Self::sharing) made of them.
+    pub(crate) fn version<A: Algorithm>(
+        &self,
+        algorithm: A,
+        sharing: Option<Sharing>,
+        generation: u64,
+    ) -> Version<A> {
+        let parts = algorithm.parts();
+        // Hot keys answer denials locally too: through the deny cache.
+        let deny_cache = match (&sharing, self.deny_cache) {
+            (Some(s), None) => NonZeroUsize::new(s.max_keys),
+            (_, cache) => cache,
+        };
+        let own = Own {
+            plan: self.plan(parts),
+            deny_cache: deny_cache.map(DenyCache::new),
+            allotments: sharing.map(|s| Allotments::new(s, &self.name, self.wait)),
+            generation,
+            fields: OnceLock::new(),
+        };
+        Version {
+            algorithm,
+            own: Arc::new(own),
+        }
+    }
+}
