@@ -1,0 +1,202 @@
+//! Limits from a TOML file, reloaded when the file changes: no restart, no
+//! rebuilt layer, and every client keeps what it has used.
+//!
+//! ```text
+//! cargo run --example reload                     # reads examples/reload.toml
+//! cargo run --example reload -- my_limits.toml
+//! ```
+//!
+//! Then edit the file (say `limit = 5` to `limit = 50`) and save: the server
+//! prints the new limits, and the next request is decided under them. A file
+//! that does not parse, or limits `build` would refuse, are reported and the
+//! limits stay as they were. `ADDR` (default `127.0.0.1:3000`) sets the
+//! address it listens on.
+//!
+//! The file, one table per limit (several limits apply together, all or
+//! nothing):
+//!
+//! ```toml
+//! [limits.minute]
+//! algorithm = "fixed_window"   # fixed_window, sliding_window, sliding_log, gcra
+//! limit = 5
+//! window = "60s"               # whole seconds ("60s") or milliseconds ("250ms")
+//! ```
+//!
+//! `tests/reload.rs` runs this server over real HTTP, changes the file, and
+//! sees the new limit applied within a second, counters kept.
+
+use axum::{routing::get, Router};
+use floodgate::algorithm::{FixedWindow, Gcra, Limits, SlidingLog, SlidingWindow};
+use floodgate::key::PeerIp;
+use floodgate::layer::RateLimitLayer;
+use floodgate::store::Store;
+use floodgate::Limiter;
+use notify::{RecursiveMode, Watcher};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The file: each limit by its name (the name in `RateLimit` headers).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    limits: BTreeMap<String, Limit>,
+}
+
+/// One limit, as the file writes it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Limit {
+    algorithm: String,
+    limit: u64,
+    window: String,
+}
+
+/// The limits the file at `path` says.
+///
+/// # Errors
+/// The file cannot be read, is not TOML of the form above, or names an
+/// invalid limit (floodgate's [`ConfigError`](floodgate::ConfigError),
+/// naming the field).
+pub fn load(path: &Path) -> Result<Limits, Box<dyn Error + Send + Sync>> {
+    let text = std::fs::read_to_string(path)?;
+    let file: File = toml::from_str(&text)?;
+    let mut limits: Option<Limits> = None;
+    for (name, l) in &file.limits {
+        let window = duration(&l.window).ok_or_else(|| {
+            format!(
+                "limits.{name}.window: `{}` is not like 60s or 250ms",
+                l.window
+            )
+        })?;
+        limits = Some(match l.algorithm.as_str() {
+            "fixed_window" => add(limits, name, FixedWindow::try_new(l.limit, window)?)?,
+            "sliding_window" => add(limits, name, SlidingWindow::try_new(l.limit, window)?)?,
+            "sliding_log" => add(limits, name, SlidingLog::try_new(l.limit, window)?)?,
+            "gcra" => add(limits, name, Gcra::try_new(l.limit, window)?)?,
+            other => return Err(format!("limits.{name}.algorithm: unknown `{other}`").into()),
+        });
+    }
+    Ok(limits.ok_or("no [limits.NAME] table")?)
+}
+
+/// `limits` with one more limit.
+fn add<A: floodgate::algorithm::Single>(
+    limits: Option<Limits>,
+    name: &str,
+    algorithm: A,
+) -> Result<Limits, floodgate::ConfigError> {
+    match limits {
+        None => Limits::try_new(name, algorithm),
+        Some(limits) => limits.try_with(name, algorithm),
+    }
+}
+
+/// `"60s"` or `"250ms"`.
+fn duration(text: &str) -> Option<Duration> {
+    if let Some(ms) = text.strip_suffix("ms") {
+        return ms.trim().parse().ok().map(Duration::from_millis);
+    }
+    let secs = text.strip_suffix('s')?;
+    secs.trim().parse().ok().map(Duration::from_secs)
+}
+
+/// The limiter of the file at `path`, over `store`.
+///
+/// # Errors
+/// As [`load`], or the limiter's own settings are refused.
+pub fn limiter(store: Store, path: &Path) -> Result<Limiter<Limits>, Box<dyn Error + Send + Sync>> {
+    Ok(Limiter::builder(store, load(path)?).name("api").build()?)
+}
+
+/// Reload `path` into `limiter` each time it changes, until the returned
+/// watcher is dropped. The directory is watched, not the file: editors
+/// save by writing a new file and renaming it over the old one.
+///
+/// # Errors
+/// When the file's directory cannot be watched.
+pub fn watch(
+    path: &Path,
+    limiter: Limiter<Limits>,
+) -> Result<notify::RecommendedWatcher, Box<dyn Error + Send + Sync>> {
+    let path = std::fs::canonicalize(path)?;
+    let dir = path.parent().ok_or("the file has no directory")?.to_owned();
+    let file = path.clone();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        if event.kind.is_access() || !event.paths.iter().any(|p| p.ends_with(file_name(&file))) {
+            return;
+        }
+        reload(&file, &limiter);
+    })?;
+    watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+    Ok(watcher)
+}
+
+fn file_name(path: &Path) -> &Path {
+    path.file_name().map_or(path, Path::new)
+}
+
+/// Read the file again and decide under its limits from the next request
+/// on; a file that is wrong (or half written) leaves the limits as they are.
+pub fn reload(path: &Path, limiter: &Limiter<Limits>) {
+    let result = load(path).and_then(|limits| {
+        if &limits != limiter.algorithm() {
+            limiter.set_algorithm(limits)?;
+            eprintln!(
+                "reload: limits now {:?}",
+                limiter.quotas().collect::<Vec<_>>()
+            );
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        eprintln!(
+            "reload: {}: {e}; the limits stay as they were",
+            path.display()
+        );
+    }
+}
+
+/// The app: one route, limited per client IP by `limiter`.
+pub fn app(limiter: Limiter<Limits>) -> Router {
+    Router::new()
+        .route("/", get(|| async { "hello\n" }))
+        .layer(RateLimitLayer::new(limiter, PeerIp::new()))
+}
+
+/// Serve `app` on `listener`, with the peer address `PeerIp` keys on.
+///
+/// # Errors
+/// When serving fails.
+pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
+}
+
+#[allow(dead_code)] // `tests/reload.rs` includes this file, not its main.
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
+    let path: PathBuf = std::env::args_os().nth(1).map_or_else(
+        || concat!(env!("CARGO_MANIFEST_DIR"), "/examples/reload.toml").into(),
+        PathBuf::from,
+    );
+    let limiter = limiter(floodgate::store::MemoryStore::new().into(), &path)?;
+    println!("limits: {:?}", limiter.quotas().collect::<Vec<_>>());
+    let _watcher = watch(&path, limiter.clone())?;
+    let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    println!(
+        "listening on http://{}; edit {} to change the limits",
+        listener.local_addr()?,
+        path.display()
+    );
+    serve(listener, app(limiter)).await?;
+    Ok(())
+}
