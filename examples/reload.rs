@@ -114,7 +114,9 @@ pub fn limiter(store: Store, path: &Path) -> Result<Limiter<Limits>, Box<dyn Err
 
 /// Reload `path` into `limiter` each time it changes, until the returned
 /// watcher is dropped. The directory is watched, not the file: editors
-/// save by writing a new file and renaming it over the old one.
+/// save by writing a new file and renaming it over the old one. A save is
+/// several events (truncated, then written): the file is read once they
+/// have been quiet for 50 ms, not half written.
 ///
 /// # Errors
 /// When the file's directory cannot be watched.
@@ -124,20 +126,23 @@ pub fn watch(
 ) -> Result<notify::RecommendedWatcher, Box<dyn Error + Send + Sync>> {
     let path = std::fs::canonicalize(path)?;
     let dir = path.parent().ok_or("the file has no directory")?.to_owned();
-    let file = path.clone();
+    let name = path.file_name().ok_or("the path names no file")?.to_owned();
+    let (changed, changes) = std::sync::mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let Ok(event) = event else { return };
-        if event.kind.is_access() || !event.paths.iter().any(|p| p.ends_with(file_name(&file))) {
-            return;
+        let ours = |e: &notify::Event| e.paths.iter().any(|p| p.file_name() == Some(&*name));
+        if event.is_ok_and(|e| !e.kind.is_access() && ours(&e)) {
+            let _ = changed.send(());
         }
-        reload(&file, &limiter);
     })?;
     watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+    // Ends when the watcher (and with it the sender) is dropped.
+    std::thread::spawn(move || {
+        while changes.recv().is_ok() {
+            while changes.recv_timeout(Duration::from_millis(50)).is_ok() {}
+            reload(&path, &limiter);
+        }
+    });
     Ok(watcher)
-}
-
-fn file_name(path: &Path) -> &Path {
-    path.file_name().map_or(path, Path::new)
 }
 
 /// Read the file again and decide under its limits from the next request

@@ -64,7 +64,7 @@ async fn a_changed_file_applies_within_a_second_and_counts_are_kept() {
 
         // The example's own server code: its limiter, watcher, app, serve.
         let limiter = reload::limiter(store, &path).unwrap();
-        let _watcher = reload::watch(&path, limiter.clone()).unwrap();
+        let watcher = reload::watch(&path, limiter.clone()).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
         tokio::spawn(reload::serve(listener, reload::app(limiter.clone())));
@@ -103,6 +103,7 @@ async fn a_changed_file_applies_within_a_second_and_counts_are_kept() {
         write_limits(&path, 7);
         let policy = admitted_within_a_second(&client, &url, since).await;
         assert!(policy.contains("q=7"), "{policy}");
+        drop(watcher);
         std::fs::remove_dir_all(&dir).unwrap();
     })
     .await;

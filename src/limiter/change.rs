@@ -1,10 +1,9 @@
 //! Changing a running limiter's limits: [`Limiter::set_algorithm`].
 
-use super::own::Own;
+use super::own::Version;
 use super::Limiter;
 use crate::algorithm::Algorithm;
 use crate::ConfigError;
-use std::sync::Arc;
 
 impl<A: Algorithm> Limiter<A> {
     /// Decide with `algorithm` from now on, instead of the limiter's
@@ -97,16 +96,16 @@ impl<A: Algorithm> Limiter<A> {
 
     /// The limiter's own limits as they are now.
     #[inline(always)]
-    pub(crate) fn own(&self) -> &Arc<Own> {
-        &self.inner.versions.current().own
+    pub(crate) fn version(&self) -> &Version<A> {
+        self.inner.versions.current()
     }
 
     /// The limiter's own limits of `generation`: the current ones, or
     /// those a decision started under before a change.
-    pub(crate) fn own_of(&self, generation: u64) -> &Arc<Own> {
+    pub(crate) fn version_of(&self, generation: u64) -> &Version<A> {
         match self.inner.versions.of(generation) {
-            Some(version) => &version.own,
-            None => self.own(), // Never: every version is kept.
+            Some(version) => version,
+            None => self.version(), // Never: every version is kept.
         }
     }
 }

@@ -14,7 +14,7 @@ use super::deny_cache::DenyCache;
 use super::hot_keys::HotKeys;
 use super::outcome::Outcome;
 use super::outcome::{AsOutcome, Finish};
-use super::own::Own;
+use super::own::Local;
 use crate::algorithm::{Quota, Reply, Spec};
 use crate::clock::Clock;
 use crate::failure::{Call, Guard};
@@ -72,9 +72,10 @@ impl Plan {
 #[derive(Clone, Copy)]
 pub(crate) struct Ask<'a> {
     pub(crate) plan: &'a Plan,
-    /// The limiter's own limits, when `plan` is theirs: the deny cache and
-    /// the hot keys know only those (`None`: limits of this call only).
-    pub(crate) own: Option<&'a Arc<Own>>,
+    /// What this process keeps under the limiter's own limits (the deny
+    /// cache, the hot keys), when `plan` is theirs and it keeps anything
+    /// (`None` too for limits of this call only: those are not kept).
+    pub(crate) local: Option<&'a Arc<Local>>,
     pub(crate) key: &'a str,
     pub(crate) cost: u64,
     pub(crate) mode: Mode,
@@ -143,11 +144,11 @@ impl Core {
     ) -> Pending<F::Output> {
         // Any cost above every maximum is denied alike; this bounds the numbers.
         let cost = ask.cost.min(ask.plan.cost_cap);
-        if let Some(own) = ask.own {
-            if let (Some(table), Mode::Check) = (&own.allotments, ask.mode) {
+        if let Some(local) = ask.local {
+            if let (Some(table), Mode::Check) = (&local.allotments, ask.mode) {
                 return self.allotted(table, &ask, cost, finish);
             }
-            if let Some(cache) = &own.deny_cache {
+            if let Some(cache) = &local.deny_cache {
                 return self.cached(cache, &ask, cost, finish);
             }
         }
@@ -279,7 +280,7 @@ impl Core {
         let Some(outcome) = Outcome::replied(replies) else {
             return Pending::ready(Err(super::outcome::none()));
         };
-        let cache = asked.and(ask.own).and_then(|o| o.deny_cache.as_ref());
+        let cache = asked.and(ask.local).and_then(|l| l.deny_cache.as_ref());
         self.record(
             batch.mode,
             ask.counted,
@@ -311,8 +312,8 @@ impl Core {
         // The failure policy answers for the request's cost, not a slice.
         let (mode, cost, core) = (batch.mode, batch.cost - ask.slice, self.clone());
         // The deny cache of the limits this decision started with, if asked.
-        let own = asked
-            .and(ask.own)
+        let local = asked
+            .and(ask.local)
             .filter(|o| o.deny_cache.is_some())
             .cloned();
         let decision = async move {
@@ -329,7 +330,7 @@ impl Core {
             core.metrics
                 .timed(crate::clock::ticks().saturating_duration_since(started));
             let outcome = Outcome::of(each?)?;
-            let cache = own.as_ref().and_then(|o| o.deny_cache.as_ref());
+            let cache = local.as_ref().and_then(|l| l.deny_cache.as_ref());
             core.record(mode, counted, &key, cost, cache, asked, &outcome);
             Ok(finish.finish(outcome))
         };

@@ -17,8 +17,7 @@ pub(crate) use self::core::{Ask, Core, Plan};
 pub use self::hot_keys::HotKeys;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
-pub(crate) use self::own::Own;
-use self::own::Versions;
+use self::own::{Local, Version, Versions};
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
@@ -137,10 +136,16 @@ impl<A: Algorithm> Limiter<A> {
     /// answered by the failure policy.
     pub async fn check_all(&self, key: &str, cost: u64) -> Result<Decisions, Error> {
         // Decided and reported under the same limits, whatever changes meanwhile.
-        let own = self.own();
-        let ask = ask(&own.plan, Some(own), key, cost, Mode::Check);
+        let version = self.version();
+        let ask = ask(
+            &version.plan,
+            version.local.as_ref(),
+            key,
+            cost,
+            Mode::Check,
+        );
         let decided = self.inner.core.run(ask).await?;
-        Ok(decisions(&own.plan, &decided))
+        Ok(decisions(&version.plan, &decided))
     }
 
     /// Like [`check_all`](Self::check_all), with the limits of `limits`
@@ -241,8 +246,8 @@ impl<A: Algorithm> Limiter<A> {
         match plan {
             Some(plan) => ask(plan, None, key, cost, mode),
             None => {
-                let own = self.own();
-                ask(&own.plan, Some(own), key, cost, mode)
+                let version = self.version();
+                ask(&version.plan, version.local.as_ref(), key, cost, mode)
             }
         }
     }
@@ -255,13 +260,13 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     /// Start what a layer asks of this limiter for a request (`plan`: its
-    /// limits when resolved per request, else `own`, the limiter's own as
-    /// the layer read them).
+    /// limits when resolved per request, else the limiter's own in
+    /// `version`, as the layer read them).
     #[inline(always)]
     pub(crate) fn start_for_layer(
         &self,
         plan: Option<&Plan>,
-        own: &Arc<Own>,
+        version: &Version<A>,
         key: &str,
         cost: u64,
         call: LayerCall,
@@ -274,7 +279,7 @@ impl<A: Algorithm> Limiter<A> {
         };
         let ask = match plan {
             Some(plan) => ask(plan, None, key, cost, mode),
-            None => ask(&own.plan, Some(own), key, cost, mode),
+            None => ask(&version.plan, version.local.as_ref(), key, cost, mode),
         };
         self.inner.core.run(Ask { counted, ..ask })
     }
@@ -299,7 +304,7 @@ impl<A: Algorithm> Limiter<A> {
     /// Each limit's name and quota, as they read on the wire (the current
     /// limits).
     pub fn quotas(&self) -> impl Iterator<Item = (&str, Quota)> {
-        self.own()
+        self.version()
             .plan
             .limits()
             .map(|(name, quota)| (&**name, quota))
@@ -335,19 +340,19 @@ pub(crate) enum LayerCall {
     Refund,
 }
 
-/// One call of the decision path under `plan` (`own`: the limiter's own
-/// limits, when `plan` is theirs).
+/// One call of the decision path under `plan` (`local`: what this process
+/// keeps under the limiter's own limits, when `plan` is theirs).
 #[inline(always)]
 fn ask<'a>(
     plan: &'a Plan,
-    own: Option<&'a Arc<Own>>,
+    local: Option<&'a Arc<Local>>,
     key: &'a str,
     cost: u64,
     mode: Mode,
 ) -> Ask<'a> {
     Ask {
         plan,
-        own,
+        local,
         key,
         cost,
         mode,

@@ -14,32 +14,39 @@ use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// The limiter's own limits as one build or change set them.
-pub(crate) struct Own {
+/// One version of a limiter's own limits, as one build or change set
+/// them: the algorithm as the user gave it, and what the crate made of it.
+/// A decision reads its plan and `local` here, one load from the limiter.
+pub(crate) struct Version<A> {
     pub(crate) plan: Plan,
-    /// The denials remembered under these limits: a change starts with
-    /// none (a denial under a lower limit may be an admission now).
-    pub(crate) deny_cache: Option<DenyCache>,
-    /// The hot keys' allotments, sized from these limits.
-    pub(crate) allotments: Option<Allotments>,
+    /// What this process keeps under these limits, if anything (a deny
+    /// cache, hot keys).
+    pub(crate) local: Option<Arc<Local>>,
     /// Which build or change made it: unique within the limiter.
     pub(crate) generation: u64,
     /// The layer's header values of these limits, made when first needed.
     fields: OnceLock<OwnFields>,
+    pub(crate) algorithm: A,
 }
 
-impl Own {
+impl<A> Version<A> {
     /// The layer's header values of these limits.
     pub(crate) fn fields(&self) -> &OwnFields {
         self.fields.get_or_init(|| OwnFields::of(&self.plan))
     }
 }
 
-/// One version of a limiter's own limits: the algorithm as the user gave
-/// it, and what the crate made of it.
-pub(crate) struct Version<A> {
-    pub(crate) algorithm: A,
-    pub(crate) own: Arc<Own>,
+/// What this process keeps under one version of a limiter's own limits:
+/// shared (an `Arc`) with the decisions that outlive a borrow of the
+/// limiter (a decision waiting for Redis, a hot key's slice being taken).
+pub(crate) struct Local {
+    /// The version's plan.
+    pub(crate) plan: Plan,
+    /// The denials remembered under these limits: a change starts with
+    /// none (a denial under a lower limit may be an admission now).
+    pub(crate) deny_cache: Option<DenyCache>,
+    /// The hot keys' allotments, sized from these limits.
+    pub(crate) allotments: Option<Allotments>,
 }
 
 /// Every version of a limiter's own limits, and the current one.
@@ -70,10 +77,10 @@ impl<A: Algorithm> Versions<A> {
     /// started under before a change.
     pub(crate) fn of(&self, generation: u64) -> Option<&Version<A>> {
         let now = self.current();
-        if now.own.generation == generation {
+        if now.generation == generation {
             return Some(now);
         }
-        self.current.find(|v| v.own.generation == generation)
+        self.current.find(|v| v.generation == generation)
     }
 
     /// Make `algorithm` the current version (unless it is already).
@@ -125,16 +132,20 @@ impl Core {
             (Some(s), None) => NonZeroUsize::new(s.max_keys),
             (_, cache) => cache,
         };
-        let own = Own {
-            plan: self.plan(parts),
-            deny_cache: deny_cache.map(DenyCache::new),
-            allotments: sharing.map(|s| Allotments::new(s, &self.name, self.wait)),
+        let plan = self.plan(parts);
+        let local = (deny_cache.is_some() || sharing.is_some()).then(|| {
+            Arc::new(Local {
+                plan: plan.clone(),
+                deny_cache: deny_cache.map(DenyCache::new),
+                allotments: sharing.map(|s| Allotments::new(s, &self.name, self.wait)),
+            })
+        });
+        Version {
+            plan,
+            local,
             generation,
             fields: OnceLock::new(),
-        };
-        Version {
             algorithm,
-            own: Arc::new(own),
         }
     }
 }

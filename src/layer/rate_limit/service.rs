@@ -121,10 +121,10 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             _ => LayerCall::Check,
         };
         // The limiter's own limits, read once: decided and reported under them.
-        let own = limiter.own();
-        let decision = limiter.start_for_layer(plan.as_deref(), own, &key, cost, call);
+        let version = limiter.version();
+        let decision = limiter.start_for_layer(plan.as_deref(), version, &key, cost, call);
         let gate = RateGate {
-            generation: own.generation,
+            generation: version.generation,
             settle: this.counting.may_act(this.refund_inner).then(|| Settle {
                 rule: this.clone(),
                 charge: Charge {
@@ -139,7 +139,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
     }
 
     fn next(&self, gate: RateGate, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
-        let own = self.limiter.own_of(gate.generation).fields();
+        let own = self.limiter.version_of(gate.generation).fields();
         self.responder.next(gate, own, result, headers)
     }
 }
@@ -161,9 +161,9 @@ impl<K: KeyExtractor, A: Algorithm> Rule for RateLimitConfig<K, A> {
             Act::Refund => LayerCall::Refund,
         };
         // Under the limiter's own limits as they are now.
-        let own = self.limiter.own();
+        let version = self.limiter.version();
         self.limiter
-            .start_for_layer(plan, own, key, cost, call)
+            .start_for_layer(plan, version, key, cost, call)
             .detach("settlement of a charge");
     }
 }

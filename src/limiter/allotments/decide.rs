@@ -36,7 +36,7 @@ impl Core {
         finish: F,
     ) -> Result<Pending<F::Output>, (TakeDone, F)> {
         let now = self.local_now();
-        let cache = ask.own.and_then(|o| o.deny_cache.as_ref());
+        let cache = ask.local.and_then(|l| l.deny_cache.as_ref());
         if let Some(cache) = cache {
             if let Some(hit) = cache.get(ask.key, cost, now) {
                 self.metrics.cache_hit(&hit.overall());
@@ -94,16 +94,18 @@ impl Core {
         finish: F,
     ) -> Pending<F::Output> {
         // The limits this decision started with, whatever changes meanwhile.
-        let (core, own, key) = (self.clone(), ask.own.cloned(), ask.key.to_owned());
+        let (core, local, key) = (self.clone(), ask.local.cloned(), ask.key.to_owned());
         let (mode, counted) = (ask.mode, ask.counted);
         let decision = async move {
-            let Some((own, table)) = own.as_ref().and_then(|o| Some((o, o.allotments.as_ref()?)))
+            let Some((local, table)) = local
+                .as_ref()
+                .and_then(|l| Some((l, l.allotments.as_ref()?)))
             else {
                 return Err(crate::limiter::outcome::none());
             };
             let ask = Ask {
-                plan: &own.plan,
-                own: Some(own),
+                plan: &local.plan,
+                local: Some(local),
                 key: &key,
                 cost,
                 mode,
@@ -134,10 +136,12 @@ impl Core {
         now: u64,
         finish: F,
     ) -> Pending<F::Output> {
-        let (core, own, key) = (self.clone(), ask.own.cloned(), ask.key.to_owned());
+        let (core, local, key) = (self.clone(), ask.local.cloned(), ask.key.to_owned());
         let counted = ask.counted;
         let decision = async move {
-            let Some((own, table)) = own.as_ref().and_then(|o| Some((o, o.allotments.as_ref()?)))
+            let Some((local, table)) = local
+                .as_ref()
+                .and_then(|l| Some((l, l.allotments.as_ref()?)))
             else {
                 return Err(crate::limiter::outcome::none());
             };
@@ -148,8 +152,8 @@ impl Core {
                 id,
             };
             let mut ask = Ask {
-                plan: &own.plan,
-                own: Some(own),
+                plan: &local.plan,
+                local: Some(local),
                 key: &key,
                 cost,
                 mode: Mode::Check,
@@ -183,7 +187,7 @@ impl Core {
             } else {
                 return alone(&core, &ask, counted, now, finish).await;
             };
-            let cache = own.deny_cache.as_ref();
+            let cache = local.deny_cache.as_ref();
             core.record(Mode::Check, counted, &key, cost, cache, Some(now), &outcome);
             Ok(finish.finish(outcome))
         };
