@@ -374,3 +374,48 @@ async fn limits_build_refuses_are_refused_with_the_same_error() {
     assert_eq!(l.algorithm(), &ok, "a refused change changes nothing");
     assert_eq!(l.versions_kept(), 1);
 }
+
+#[tokio::test]
+async fn the_layer_reports_a_request_in_flight_under_its_own_limits() {
+    use floodgate::{key::Header, layer::RateLimitLayer};
+    let server = RedisServer::start();
+    let store: Store = RedisStore::from_url(&server.url()).unwrap().into();
+    let clock = ManualClock::new(1_000_000);
+    let l = limiter(&store, FixedWindow::new(10, MINUTE), &clock);
+    let app = axum::Router::new()
+        .route("/", axum::routing::get(|| async { "hi" }))
+        .layer(RateLimitLayer::new(
+            l.clone(),
+            Header::new(http::HeaderName::from_static("x-key")),
+        ));
+    let url = common::http::serve(app).await;
+    let client = reqwest::Client::new();
+    let get = |key: &'static str| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let r = client.get(&url).header("x-key", key).send().await.unwrap();
+            let field = |name: &str| r.headers()[name].to_str().unwrap().to_owned();
+            (
+                r.status().as_u16(),
+                field("ratelimit-policy"),
+                field("ratelimit"),
+            )
+        }
+    };
+    let (status, policy, _) = get("k").await;
+    assert_eq!((status, policy.contains("q=10")), (200, true), "{policy}");
+
+    server.pause();
+    let in_flight = tokio::spawn(get("k"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    l.set_algorithm(FixedWindow::new(30, MINUTE)).unwrap();
+    server.resume();
+
+    let (status, policy, limit) = in_flight.await.unwrap();
+    assert_eq!(status, 200);
+    assert!(policy.contains("q=10"), "started under 10: {policy}");
+    assert!(limit.contains("r=8"), "{limit}");
+    let (_, policy, limit) = get("k").await;
+    assert!(policy.contains("q=30"), "the next one under 30: {policy}");
+    assert!(limit.contains("r=27"), "counters kept: {limit}");
+}
