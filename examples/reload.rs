@@ -49,6 +49,7 @@ struct File {
 /// One limit, as the file writes it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(clippy::struct_field_names)] // The file's words: `limit = 5`.
 struct Limit {
     algorithm: String,
     limit: u64,
@@ -127,18 +128,18 @@ pub fn watch(
     let path = std::fs::canonicalize(path)?;
     let dir = path.parent().ok_or("the file has no directory")?.to_owned();
     let name = path.file_name().ok_or("the path names no file")?.to_owned();
-    let (changed, changes) = std::sync::mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let ours = |e: &notify::Event| e.paths.iter().any(|p| p.file_name() == Some(&*name));
         if event.is_ok_and(|e| !e.kind.is_access() && ours(&e)) {
-            let _ = changed.send(());
+            let _ = tx.send(());
         }
     })?;
     watcher.watch(&dir, RecursiveMode::NonRecursive)?;
     // Ends when the watcher (and with it the sender) is dropped.
     std::thread::spawn(move || {
-        while changes.recv().is_ok() {
-            while changes.recv_timeout(Duration::from_millis(50)).is_ok() {}
+        while rx.recv().is_ok() {
+            while rx.recv_timeout(Duration::from_millis(50)).is_ok() {}
             reload(&path, &limiter);
         }
     });

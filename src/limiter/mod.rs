@@ -243,13 +243,11 @@ impl<A: Algorithm> Limiter<A> {
     /// kept by the decision to its end whatever changes meanwhile.
     #[inline(always)]
     fn ask<'a>(&'a self, plan: Option<&'a Plan>, key: &'a str, cost: u64, mode: Mode) -> Ask<'a> {
-        match plan {
-            Some(plan) => ask(plan, None, key, cost, mode),
-            None => {
-                let version = self.version();
-                ask(&version.plan, version.local.as_ref(), key, cost, mode)
-            }
+        if let Some(plan) = plan {
+            return ask(plan, None, key, cost, mode);
         }
+        let version = self.version();
+        ask(&version.plan, version.local.as_ref(), key, cost, mode)
     }
 
     /// Start a decision of `plan` (the limiter's own when `None`): what
