@@ -94,14 +94,32 @@
 //! `examples/reload.rs` is an axum server whose limits come from a TOML
 //! file, watched with the [`notify`](https://docs.rs/notify) crate and
 //! reloaded when it changes (`cargo run --example reload`, then edit
-//! `examples/reload.toml`). Its core is four lines: read the file into
+//! `examples/reload.toml`). Its core is a few lines: read the file into
 //! limits, and if they differ, `set_algorithm`:
 //!
-//! ```ignore
-//! let limits = load(path)?;            // the file, parsed into `Limits`
-//! if &limits != limiter.algorithm() {
-//!     limiter.set_algorithm(limits)?;  // refused: the old limits stay
+//! ```
+//! # use floodgate::algorithm::{FixedWindow, Limits};
+//! # use floodgate::{store::MemoryStore, Limiter};
+//! # use std::time::Duration;
+//! use std::{error::Error, path::Path};
+//!
+//! /// The file, parsed into `Limits` (the example uses `toml` and serde).
+//! fn load(path: &Path) -> Result<Limits, Box<dyn Error>> {
+//!     // ...
+//! #   Ok(Limits::try_new("minute", FixedWindow::try_new(50, Duration::from_secs(60))?)?)
 //! }
+//!
+//! /// On each change of the file: a file that fails leaves the limits as they are.
+//! fn reload(path: &Path, limiter: &Limiter<Limits>) -> Result<(), Box<dyn Error>> {
+//!     let limits = load(path)?;
+//!     if &limits != limiter.algorithm() {
+//!         limiter.set_algorithm(limits)?;
+//!     }
+//!     Ok(())
+//! }
+//! # let limiter = Limiter::new(MemoryStore::new(), Limits::new("minute", FixedWindow::new(5, Duration::from_secs(60))));
+//! # reload(Path::new("limits.toml"), &limiter).unwrap();
+//! # assert_eq!(limiter.quotas().next().unwrap().1.units, 50);
 //! ```
 //!
 //! It watches the file's directory, not the file: editors save by writing

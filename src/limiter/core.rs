@@ -2,7 +2,8 @@
 //! `check_all`, `check_with`, `peek`, `refund`, `refund_with`, the layers,
 //! a concurrency limiter's `acquire`, `peek` and releases) comes here:
 //!
-//! plan (limits → store targets) → deny cache → hot key's allotment
+//! plan (limits → store targets; the limiter's own as the call read them,
+//! once, as it started: `own.rs`) → deny cache → hot key's allotment
 //! (`allotments/`, with `HotKeys`) → store → guard (timeout, breaker,
 //! failure policy) → combine → deny cache → metrics.
 //!
