@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Then edit the file (say `limit = 5` to `limit = 50`) and save: the server
-//! prints the new limits, and the next request is decided under them. A file
+//! prints the new limits, and the next request is decided under them
+//! (`kill -HUP` reloads it too). A file
 //! that does not parse, or limits `build` would refuse, are reported and the
 //! limits stay as they were. `ADDR` (default `127.0.0.1:3000`) sets the
 //! address it listens on.
@@ -196,6 +197,18 @@ async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
     let limiter = limiter(floodgate::store::MemoryStore::new().into(), &path)?;
     println!("limits: {:?}", limiter.quotas().collect::<Vec<_>>());
     let _watcher = watch(&path, limiter.clone())?;
+    // `kill -HUP <pid>` reloads too (where a file watcher is not wanted).
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (mut hangups, path, limiter) =
+            (signal(SignalKind::hangup())?, path.clone(), limiter.clone());
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                reload(&path, &limiter);
+            }
+        });
+    }
     let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!(

@@ -52,10 +52,10 @@ impl<A: Algorithm> Limiter<A> {
     /// `limits_for`) are not the limiter's own and do not change.
     ///
     /// Setting the limits the limiter already has changes nothing. Each
-    /// change keeps the previous limits in memory (a few hundred bytes)
-    /// until the limiter and all its clones are dropped: that is what lets
-    /// every decision read its limits with one atomic load, and no lock or
-    /// reference count.
+    /// change keeps the previous limits in memory (a few hundred bytes;
+    /// their deny cache and allotments are emptied) until the limiter and
+    /// all its clones are dropped: that is what lets every decision read
+    /// its limits with one atomic load, and no lock or reference count.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -119,6 +119,12 @@ impl DenyCache {
         );
     }
 
+    /// Forget every denial, and the room they took: the limits they were
+    /// made under changed.
+    pub(crate) fn clear(&self) {
+        *self.lock() = Map::default();
+    }
+
     /// Forget `key`: a refund made room, or an admission made the numbers stale.
     pub(crate) fn forget(&self, key: &str) {
         let mut map = self.lock();

@@ -49,6 +49,18 @@ pub(crate) struct Local {
     pub(crate) allotments: Option<Allotments>,
 }
 
+impl Local {
+    /// Empty the deny cache and the hot keys' table: their limits changed.
+    fn clear(&self) {
+        if let Some(cache) = &self.deny_cache {
+            cache.clear();
+        }
+        if let Some(table) = &self.allotments {
+            table.clear();
+        }
+    }
+}
+
 /// Every version of a limiter's own limits, and the current one.
 pub(crate) struct Versions<A> {
     current: Current<Version<A>>,
@@ -91,7 +103,13 @@ impl<A: Algorithm> Versions<A> {
             }
             let sharing = core.sharing(&algorithm)?;
             let generation = self.next.fetch_add(1, Ordering::Relaxed);
-            Ok(Some(core.version(algorithm, sharing, generation)))
+            let next = core.version(algorithm, sharing, generation);
+            // The version stays for the decisions that read it, not its
+            // tables: nothing decides under it any more but those.
+            if let Some(local) = &now.local {
+                local.clear();
+            }
+            Ok(Some(next))
         })
     }
 
@@ -147,5 +165,32 @@ impl Core {
             fields: OnceLock::new(),
             algorithm,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::algorithm::FixedWindow;
+    use crate::clock::ManualClock;
+    use crate::store::MemoryStore;
+    use crate::Limiter;
+    use std::num::NonZeroUsize;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_version_changed_from_keeps_no_denials() {
+        let minute = Duration::from_secs(60);
+        let l = Limiter::builder(MemoryStore::new(), FixedWindow::new(1, minute))
+            .clock(ManualClock::new(0))
+            .deny_cache(NonZeroUsize::new(10).unwrap())
+            .build()
+            .unwrap();
+        l.check("k", 1).await.unwrap();
+        assert!(l.check("k", 1).await.unwrap().denied());
+        let first = l.version().local.clone().unwrap();
+        let cache = first.deny_cache.as_ref().unwrap();
+        assert!(cache.get("k", 1, 0).is_some(), "remembered");
+        l.set_algorithm(FixedWindow::new(2, minute)).unwrap();
+        assert!(cache.get("k", 1, 0).is_none(), "emptied by the change");
     }
 }

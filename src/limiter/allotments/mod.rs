@@ -255,6 +255,19 @@ impl Allotments {
         }
     }
 
+    /// Forget every key, and the room they took: the limits changed. The
+    /// units held are left to expire; requests waiting for a take ask
+    /// again (under the limits they started with).
+    pub(crate) fn clear(&self) {
+        let mut map = self.lock();
+        for heat in map.values_mut() {
+            if let Some(t) = heat.taking.take() {
+                t.done.notify_waiters();
+            }
+        }
+        *map = Map::default();
+    }
+
     /// Take `id` for `key` ended without a slice (or was given up).
     pub(crate) fn took_none(&self, key: &str, id: u64) {
         if let Some(heat) = self.lock().get_mut(&*bounded(key)) {
