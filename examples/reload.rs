@@ -2,108 +2,59 @@
 //! rebuilt layer, and every client keeps what it has used.
 //!
 //! ```text
-//! cargo run --example reload                     # reads examples/reload.toml
-//! cargo run --example reload -- my_limits.toml
+//! cargo run --example reload --features serde                     # reads examples/reload.toml
+//! cargo run --example reload --features serde -- my_limits.toml
 //! ```
 //!
-//! Then edit the file (say `limit = 5` to `limit = 50`) and save: the server
+//! Then edit the file (say `"5/min"` to `"50/min"`) and save: the server
 //! prints the new limits, and the next request is decided under them
 //! (`kill -HUP` reloads it too). A file
 //! that does not parse, or limits `build` would refuse, are reported and the
 //! limits stay as they were. `ADDR` (default `127.0.0.1:3000`) sets the
 //! address it listens on.
 //!
-//! The file, one table per limit (several limits apply together, all or
-//! nothing):
+//! The file: each limit by its name, in the forms of floodgate's `serde`
+//! feature (`floodgate::config`); several limits apply together, all or
+//! nothing:
 //!
 //! ```toml
-//! [limits.minute]
-//! algorithm = "fixed_window"   # fixed_window, sliding_window, sliding_log, gcra
-//! limit = 5
-//! window = "60s"               # whole seconds ("60s") or milliseconds ("250ms")
+//! [limits]
+//! minute = "sliding_window 5/min"
+//! day = { algorithm = "fixed_window", limit = 1000, window = "1d" }
 //! ```
 //!
 //! `tests/reload.rs` runs this server over real HTTP, changes the file, and
 //! sees the new limit applied within a second, counters kept.
 
 use axum::{routing::get, Router};
-use floodgate::algorithm::{FixedWindow, Gcra, Limits, SlidingLog, SlidingWindow};
+use floodgate::algorithm::Limits;
 use floodgate::key::PeerIp;
 use floodgate::layer::RateLimitLayer;
 use floodgate::store::Store;
 use floodgate::Limiter;
 use notify::{RecursiveMode, Watcher};
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::error::Error;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The file: each limit by its name (the name in `RateLimit` headers).
+/// The file: `[limits]`, read by floodgate's `serde` feature.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
-    limits: BTreeMap<String, Limit>,
-}
-
-/// One limit, as the file writes it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(clippy::struct_field_names)] // The file's words: `limit = 5`.
-struct Limit {
-    algorithm: String,
-    limit: u64,
-    window: String,
+    limits: Limits,
 }
 
 /// The limits the file at `path` says.
 ///
 /// # Errors
-/// The file cannot be read, is not TOML of the form above, or names an
-/// invalid limit (floodgate's [`ConfigError`](floodgate::ConfigError),
-/// naming the field).
+/// The file cannot be read, or is not TOML of the form above: an unknown
+/// field, or a value floodgate refuses (the same message as `try_new`,
+/// naming the field, with the line and column).
 pub fn load(path: &Path) -> Result<Limits, Box<dyn Error + Send + Sync>> {
     let text = std::fs::read_to_string(path)?;
-    let file: File = toml::from_str(&text)?;
-    let mut limits: Option<Limits> = None;
-    for (name, l) in &file.limits {
-        let window = duration(&l.window).ok_or_else(|| {
-            format!(
-                "limits.{name}.window: `{}` is not like 60s or 250ms",
-                l.window
-            )
-        })?;
-        limits = Some(match l.algorithm.as_str() {
-            "fixed_window" => add(limits, name, FixedWindow::try_new(l.limit, window)?)?,
-            "sliding_window" => add(limits, name, SlidingWindow::try_new(l.limit, window)?)?,
-            "sliding_log" => add(limits, name, SlidingLog::try_new(l.limit, window)?)?,
-            "gcra" => add(limits, name, Gcra::try_new(l.limit, window)?)?,
-            other => return Err(format!("limits.{name}.algorithm: unknown `{other}`").into()),
-        });
-    }
-    Ok(limits.ok_or("no [limits.NAME] table")?)
-}
-
-/// `limits` with one more limit.
-fn add<A: floodgate::algorithm::Single>(
-    limits: Option<Limits>,
-    name: &str,
-    algorithm: A,
-) -> Result<Limits, floodgate::ConfigError> {
-    match limits {
-        None => Limits::try_new(name, algorithm),
-        Some(limits) => limits.try_with(name, algorithm),
-    }
-}
-
-/// `"60s"` or `"250ms"`.
-fn duration(text: &str) -> Option<Duration> {
-    if let Some(ms) = text.strip_suffix("ms") {
-        return ms.trim().parse().ok().map(Duration::from_millis);
-    }
-    let secs = text.strip_suffix('s')?;
-    secs.trim().parse().ok().map(Duration::from_secs)
+    Ok(toml::from_str::<File>(&text)?.limits)
 }
 
 /// The limiter of the file at `path`, over `store`.

@@ -76,6 +76,8 @@
 pub mod algorithm;
 pub mod clock;
 pub mod concurrency;
+#[cfg(feature = "serde")]
+pub mod config;
 mod decision;
 mod decisions;
 mod error;

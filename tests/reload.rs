@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 /// A limits file of one sliding log (exact: no window boundary can reset
 /// the count while the test runs) of `limit` a minute.
 fn write_limits(path: &Path, limit: u64) {
-    let text = format!(
-        "[limits.minute]\nalgorithm = \"sliding_log\"\nlimit = {limit}\nwindow = \"60s\"\n"
-    );
+    let text = format!("[limits]\nminute = \"sliding_log {limit}/min\"\n");
     std::fs::write(path, text).unwrap();
 }
 
@@ -90,11 +88,7 @@ async fn a_changed_file_applies_within_a_second_and_counts_are_kept() {
         assert_eq!(get(&client, &url).await.0, 429, "the count was kept");
 
         // A file that is wrong leaves the limits as they were...
-        std::fs::write(
-            &path,
-            "[limits.minute]\nalgorithm = \"sliding_log\"\nlimit = 0\nwindow = \"60s\"\n",
-        )
-        .unwrap();
+        std::fs::write(&path, "[limits]\nminute = \"sliding_log 0/min\"\n").unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(limiter.quotas().next().unwrap().1.units, 5);
         assert_eq!(get(&client, &url).await.0, 429);

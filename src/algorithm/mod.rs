@@ -18,7 +18,9 @@
 //! Every constructor is a `const fn`: an invalid constant does not compile,
 //! and `try_new` returns a [`ConfigError`](crate::ConfigError) naming the
 //! field for values known only at run time. [`Limits`] puts several of them
-//! on one key, checked all or nothing.
+//! on one key, checked all or nothing. [`AnyAlgorithm`] is one of the
+//! six, chosen at run time (from a configuration file too, with the
+//! `serde` feature: the `floodgate::config` module).
 
 // The twins compute with doubles as the Lua code does, and compare them as
 // it does: every number is bounded below 2^53 by the checks of
@@ -31,6 +33,7 @@
     clippy::float_cmp
 )]
 
+mod any;
 mod buckets;
 mod concurrency;
 mod fixed_window;
@@ -45,6 +48,7 @@ pub(crate) mod validate;
 mod windows;
 
 pub use crate::quota::Quota;
+pub use any::AnyAlgorithm;
 pub use buckets::{LeakyBucket, TokenBucket};
 pub use gcra::Gcra;
 pub use limits::{Limits, MAX_LIMITS};

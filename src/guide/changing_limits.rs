@@ -92,9 +92,10 @@
 //! # A file reloaded when it changes
 //!
 //! `examples/reload.rs` is an axum server whose limits come from a TOML
-//! file, watched with the [`notify`](https://docs.rs/notify) crate and
-//! reloaded when it changes (`cargo run --example reload`, then edit
-//! `examples/reload.toml`). Its core is a few lines: read the file into
+//! file (in the forms of [Limits as configuration](super::limits_as_configuration),
+//! feature `serde`), watched with the [`notify`](https://docs.rs/notify)
+//! crate and reloaded when it changes (`cargo run --example reload
+//! --features serde`, then edit `examples/reload.toml`). Its core is a few lines: read the file into
 //! limits, and if they differ, `set_algorithm`:
 //!
 //! ```
@@ -103,7 +104,7 @@
 //! # use std::time::Duration;
 //! use std::{error::Error, path::Path};
 //!
-//! /// The file, parsed into `Limits` (the example uses `toml` and serde).
+//! /// The file, parsed into `Limits` (the example: `toml` and the `serde` feature).
 //! fn load(path: &Path) -> Result<Limits, Box<dyn Error>> {
 //!     // ...
 //! #   Ok(Limits::try_new("minute", FixedWindow::try_new(50, Duration::from_secs(60))?)?)

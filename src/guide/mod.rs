@@ -13,6 +13,7 @@
 //! | where the state lives: this process, one Redis, a Redis Cluster | none: you pass a store | [`redis_and_cluster`] |
 //! | the algorithm and its numbers (limit, window, burst) | none: you pass one | [`choosing_an_algorithm`] |
 //! | which numbers and names are valid, and what is refused before anything runs | - | [`configuration`] |
+//! | limits in the service's configuration file, with environment overrides | limits written in code | [`limits_as_configuration`] |
 //! | what a client is: peer IP, client IP behind proxies, API key, user | none: you pass a key extractor | [`choosing_a_key`], [`behind_nginx`] |
 //! | which requests the limit covers, and in which order with your other middleware | the routes you put it on | [below](#where-the-layer-goes) |
 //! | what a request costs | 1 | [`costs`] |
@@ -185,6 +186,7 @@ pub mod deploying;
 pub mod failures;
 pub mod headers_and_clients;
 pub mod hot_keys;
+pub mod limits_as_configuration;
 pub mod metrics_and_tracing;
 pub mod redis_and_cluster;
 pub mod several_limits;

@@ -129,6 +129,30 @@ impl HotKeys {
     pub const fn servers(&self) -> u32 {
         self.servers
     }
+
+    /// Its three settings: `servers`, `threshold` and `max_keys`.
+    pub(crate) const fn settings(&self) -> (u32, u32, usize) {
+        (self.servers, self.threshold, self.max_keys)
+    }
+
+    /// The check of `build` that needs no limits: each setting at least 1.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `hot_keys`.
+    pub(crate) fn check(&self) -> Result<(), ConfigError> {
+        if self.servers == 0 || self.threshold == 0 || self.max_keys == 0 {
+            return Err(Self::zero());
+        }
+        Ok(())
+    }
+
+    /// The error of a setting at 0.
+    pub(crate) fn zero() -> ConfigError {
+        ConfigError::new(
+            "hot_keys",
+            "servers, threshold and max_keys must each be at least 1",
+        )
+    }
 }
 
 /// What [`HotKeys`] makes of one limiter's limits, checked at build.
@@ -163,12 +187,7 @@ impl Sharing {
     /// A [`ConfigError`] naming `hot_keys`.
     pub(crate) fn new(hot: HotKeys, specs: &[Spec]) -> Result<Self, ConfigError> {
         let field = "hot_keys";
-        if hot.servers == 0 || hot.threshold == 0 || hot.max_keys == 0 {
-            return Err(ConfigError::new(
-                field,
-                "servers, threshold and max_keys must each be at least 1",
-            ));
-        }
+        hot.check()?;
         let lifetimes = specs
             .iter()
             .map(|spec| match *spec {
