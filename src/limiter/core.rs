@@ -16,12 +16,13 @@ use super::hot_keys::HotKeys;
 use super::outcome::Outcome;
 use super::outcome::{AsOutcome, Finish};
 use super::own::Local;
-use crate::algorithm::{Quota, Reply, Spec};
+use super::plan::Plan;
+use crate::algorithm::{Reply, Spec};
 use crate::clock::Clock;
 use crate::failure::{Call, Guard};
 use crate::metrics::Metrics;
 use crate::pending::Pending;
-use crate::store::{Answer, Batch, Mode, Store, StoreFuture, Target};
+use crate::store::{Answer, Batch, Mode, Store, StoreFuture};
 use smallvec::SmallVec;
 use smol_str::SmolStr;
 use std::future::Future;
@@ -48,27 +49,6 @@ pub(crate) struct Core {
     pub(crate) wait: Duration,
 }
 
-/// The limits one call decides: each one's name on the wire and its store
-/// target, in order. Never empty.
-#[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    pub(crate) names: Box<[Arc<str>]>,
-    pub(crate) targets: Box<[Target]>,
-    /// The largest cost any target can tell from a larger one (the largest
-    /// maximum + 1): costs are clamped to it, once per call.
-    pub(crate) cost_cap: u64,
-}
-
-impl Plan {
-    /// Each limit's name and quota, in order.
-    pub(crate) fn limits(&self) -> impl Iterator<Item = (&Arc<str>, Quota)> {
-        self.names
-            .iter()
-            .zip(&*self.targets)
-            .map(|(name, t)| (name, t.spec.quota()))
-    }
-}
-
 /// One call of the path.
 #[derive(Clone, Copy)]
 pub(crate) struct Ask<'a> {
@@ -92,30 +72,6 @@ pub(crate) struct Ask<'a> {
 }
 
 impl Core {
-    /// The plan of `parts` (each limit's own name, `None` for the limiter's,
-    /// and its spec): the store names their keys
-    /// `{prefix}:{limiter}[/{limit}]:{tag}:{…}`, so state is shared exactly
-    /// by limits of the same prefix, names and algorithm.
-    pub(crate) fn plan(&self, parts: Vec<(Option<Arc<str>>, Spec)>) -> Plan {
-        let (names, targets): (Vec<_>, Vec<_>) = parts
-            .into_iter()
-            .map(|(limit, spec)| {
-                let (name, namespace) = match limit {
-                    None => (self.name.clone(), self.name.to_string()),
-                    Some(l) => (l.clone(), format!("{}/{l}", self.name)),
-                };
-                let ns = self.store.namespace(&self.prefix, &namespace, spec.tag());
-                (name, Target { ns, spec })
-            })
-            .unzip();
-        let cost_cap = targets.iter().map(|t| t.spec.cost_cap()).max();
-        Plan {
-            names: names.into(),
-            cost_cap: cost_cap.unwrap_or(u64::MAX),
-            targets: targets.into(),
-        }
-    }
-
     /// The time of a decision: the limiter's clock, or `None` for the store's.
     #[inline]
     fn now(&self) -> Option<u64> {

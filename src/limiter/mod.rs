@@ -10,14 +10,16 @@ mod deny_cache;
 mod hot_keys;
 mod outcome;
 mod own;
+mod plan;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
-pub(crate) use self::core::{Ask, Core, Plan};
+pub(crate) use self::core::{Ask, Core};
 pub use self::hot_keys::HotKeys;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
 use self::own::{Local, Version, Versions};
+pub(crate) use self::plan::Plan;
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};

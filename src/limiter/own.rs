@@ -3,10 +3,11 @@
 //! keys' allotments, the layer's header values), replaced together.
 
 use super::allotments::Allotments;
-use super::core::{Core, Plan};
+use super::core::Core;
 use super::current::Current;
 use super::deny_cache::DenyCache;
 use super::hot_keys::Sharing;
+use super::plan::Plan;
 use crate::algorithm::Algorithm;
 use crate::layer::OwnFields;
 use crate::ConfigError;

@@ -42,7 +42,8 @@ use tower_layer::Layer;
 /// ```
 /// use axum::{routing::get, Router};
 /// use floodgate::{algorithm::Gcra, key::PeerIp, layer::RateLimitLayer, store::MemoryStore, Limiter};
-/// ///
+/// use std::time::Duration;
+///
 /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
 /// let app: Router = Router::new()
 ///     .route("/", get(|| async { "hello" }))
@@ -191,7 +192,8 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
     ///
     /// ```
     /// # use floodgate::{algorithm::Gcra, key::Global, layer::RateLimitLayer, store::MemoryStore, Limiter};
-    /// #     /// #[derive(Clone)]
+    /// # use std::time::Duration;
+    /// #[derive(Clone)]
     /// enum Plan { Free, Pro }
     /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
     /// let layer = RateLimitLayer::new(limiter, Global::new()).limits_for(|req| {
