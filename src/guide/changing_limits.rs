@@ -58,10 +58,10 @@
 //! `RateLimit` header fields, under the limits it started with; the next
 //! request is under the new ones. Reading the limits costs a decision one
 //! atomic load, no lock and no reference count (the limiter's part of an
-//! in-memory decision: one instruction more, by callgrind). Each change keeps the previous limits in memory (a few
-//! hundred bytes) until the limiter is dropped; setting the limits the
-//! limiter already has keeps nothing, so reloading an unchanged file is
-//! free.
+//! in-memory decision: one instruction more, by callgrind). Each change
+//! keeps the previous limits in memory (a few hundred bytes) until the
+//! limiter is dropped; setting the limits the limiter already has keeps
+//! nothing, so reloading an unchanged file is free.
 //!
 //! # Wrong limits
 //!
