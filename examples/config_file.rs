@@ -2,12 +2,12 @@
 //!
 //! ```sh
 //! cargo run --example config_file --features serde
-//! FLOODGATE_API__LIMITS__SECOND="50/s burst 100" cargo run --example config_file --features serde
+//! RATE_LIMITS_API__LIMITS__SECOND="50/s burst 100" cargo run --example config_file --features serde
 //! cargo run --example config_file --features serde -- path/to/limits.toml
 //! ```
 //!
 //! Reads `examples/config_file.toml` (or the file given), lets variables
-//! `FLOODGATE_<SECTION>__<KEY>...` override any value, builds one limiter
+//! `RATE_LIMITS_<SECTION>__<KEY>...` override any value, builds one limiter
 //! per section over an in-memory store (a `RedisStore` when `REDIS_URL` is
 //! set), prints the limits in force and sends a burst of requests to the
 //! API limiter. An invalid value stops it with the message, the field and
@@ -66,15 +66,17 @@ pub(crate) struct File {
 }
 
 /// The file at `path`, each value overridden by its variable
-/// `FLOODGATE_<SECTION>__<KEY>...` when set (`tests/config_serde.rs` runs
-/// this too).
+/// `RATE_LIMITS_<SECTION>__<KEY>...` when set (`tests/config_serde.rs` runs
+/// this too). The prefix is the app's own: every variable under it must be
+/// a setting of the file (unknown fields are refused), so it is not one
+/// that other tools set (floodgate's tests read `FLOODGATE_...`).
 ///
 /// # Errors
 /// figment's, naming the key and the file or variable of the value.
 pub(crate) fn load(path: &str) -> Result<File, Box<figment::Error>> {
     Figment::new()
         .merge(Toml::file_exact(path))
-        .merge(Env::prefixed("FLOODGATE_").split("__"))
+        .merge(Env::prefixed("RATE_LIMITS_").split("__"))
         .extract()
         .map_err(Box::new)
 }

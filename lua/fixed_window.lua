@@ -30,3 +30,6 @@ ALG.fw = function(o, key, limit, window, refund)
   put(o, 1, limit, limit - count, count > 0 and reset or 0, nil, 0)
   if cost > 0 then return fw_pack(width, idx, count), reset + SLACK end
 end
+-- Jittered: (limit, window, the key's offset).
+ALG.fwj = jittered(ALG.fw)
+EXTRA.fwj = 1

@@ -1,5 +1,16 @@
 -- One decision: decide every key first, write only if all admit, so several
 -- limits are charged all or nothing.
+-- A limit in shadow mode comes as its algorithm's name and `~`: decided as
+-- any, written when it admits and the others do, but its denial stops no
+-- other limit's charge (the client denies nothing for it).
+local SHADOW = {}
+do
+  local tags = {'fw', 'fwj', 'sl', 'sw', 'swj', 'tb', 'lb', 'gcra'}
+  for i = 1, #tags do
+    local name = tags[i] .. '~'
+    ALG[name], SHADOW[name], EXTRA[name] = ALG[tags[i]], true, EXTRA[tags[i]]
+  end
+end
 local function write(key, w, t, limit, window)
   if w == LOG_ADD then
     sl_add(key, limit, window, t)
@@ -37,7 +48,10 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
     -- Sized at once: no rehash while the reply is put.
     out = into or {0, 0, 0, 0, 0, 0}
     local key, p1, p2 = KEYS[k + 1], ARGV[a + 5] + 0, ARGV[a + 6] + 0
-    local w, t = ALG[ARGV[a + 4]](o, key, p1, p2, refund)
+    -- A third parameter only for an algorithm that takes one: the
+    -- buckets' code reads a sixth argument of its own.
+    local alg = ARGV[a + 4]
+    local w, t = ALG[alg](o, key, p1, p2, refund, EXTRA[alg] and ARGV[a + 7])
     if w and out[o + 1] == 1 and mode ~= 'peek' then
       if w == LOG_ADD or w == LOG_DROP then
         write(key, w, t, p1, p2)
@@ -48,16 +62,20 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
     return out
   end
   out = into or {}
-  local ws, ts, all = {}, {}, true
+  -- bs[i]: where key i's algorithm is, less one (each takes its name, two
+  -- parameters, and its EXTRA).
+  local ws, ts, bs, all, b = {}, {}, {}, true, a + 3
   for i = 1, n do
-    local b = a + 3 * i
-    ws[i], ts[i] = ALG[ARGV[b + 1]](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund)
-    if out[o + 6 * i - 5] == 0 then all = false end
+    local alg = ARGV[b + 1]
+    bs[i] = b
+    ws[i], ts[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund, EXTRA[alg] and ARGV[b + 4])
+    if out[o + 6 * i - 5] == 0 and not SHADOW[alg] then all = false end
+    b = b + 3 + (EXTRA[alg] or 0)
   end
   if all and mode ~= 'peek' then
     for i = 1, n do
-      local b = a + 3 * i
-      if ws[i] then write(KEYS[k + i], ws[i], ts[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0) end
+      local b = bs[i]
+      if ws[i] and out[o + 6 * i - 5] == 1 then write(KEYS[k + i], ws[i], ts[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0) end
     end
   end
   return out
@@ -85,7 +103,7 @@ local function many(KEYS, ARGV)
   if not call then bind() end
   call_now = nil
   local m, u = ARGV[1] + 0, ARGV[2] + 0
-  local lists, a = {}, 2
+  local lists, keys, a = {}, {}, 2
   for i = 1, u do
     local na = ARGV[a + 1] + 0
     local list = {}
@@ -95,14 +113,20 @@ local function many(KEYS, ARGV)
       local v = ARGV[a + 1 + x]
       list[x] = tonumber(v) or v
     end
-    lists[i] = list
+    -- Its keys: one per algorithm named after list[3] (see decide()).
+    local nk, b = 0, 3
+    while b < na do
+      nk = nk + 1
+      b = b + 3 + (EXTRA[list[b + 1]] or 0)
+    end
+    lists[i], keys[i] = list, nk
     a = a + 1 + na
   end
   local replies, o, k = {}, 0, 0
   for j = 1, m do
-    local list = lists[1]
-    if u > 1 then list = lists[ARGV[a + j] + 0] end
-    local nk = (#list - 3) / 3
+    local l = 1
+    if u > 1 then l = ARGV[a + j] + 0 end
+    local list, nk = lists[l], keys[l]
     -- decide() writes only after deciding every key: an error leaves its
     -- request's keys as they were.
     local ok, r = pcall(decide, KEYS, list, k, 0, nk, replies, o)

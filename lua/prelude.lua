@@ -7,7 +7,10 @@
 -- ARGV[2] = mode: 'check' (charge if admitted), 'peek' (write nothing),
 --           'refund' (give `cost` back)
 -- ARGV[3] = cost (already clamped to at most limit + 1 by the client)
--- For each KEYS[i]: ARGV[3i + 1] = algorithm, ARGV[3i + 2], ARGV[3i + 3] = its parameters.
+-- For each KEYS[i] in turn, after ARGV[3]: its algorithm ('fw', ...; 'fw~'
+--   in shadow mode), then its parameters: two, or three for the jittered
+--   windows ('fwj', 'swj': limit, window, and the key's offset in ms,
+--   computed by the client; see EXTRA below).
 -- Reply: for each key {allowed, limit, remaining, reset_after_ms, retry_after_ms (-1 = none), delay_ms}
 
 -- Library functions as upvalues, bound by the first call (a library
@@ -82,9 +85,24 @@ local function width_of(limit)
   WIDTH[limit] = w
   return w
 end
--- Each algorithm: ALG.name(o, key, p1, p2, refund) puts its reply at `o` and
--- returns what to write if every key admits (main.lua writes it): a string
--- value and its TTL in ms for SET, or a sliding log's LOG_ADD / LOG_DROP and
--- its count; nothing when nothing changes.
+-- Each algorithm: ALG.name(o, key, p1, p2, refund, p3) puts its reply at `o`
+-- and returns what to write if every key admits (main.lua writes it): a
+-- string value and its TTL in ms for SET, or a sliding log's LOG_ADD /
+-- LOG_DROP and its count; nothing when nothing changes. `p3` is the third
+-- parameter of an algorithm that takes one (EXTRA), nil for the others.
 local ALG = {}
 local LOG_ADD, LOG_DROP = 1, 2
+-- The parameters an algorithm takes beyond two (none unless listed).
+local EXTRA = {}
+-- `alg` with its windows starting `p3` ms past the aligned ones: the same
+-- code on a clock `p3` behind, so windows start at k * window + p3 and every
+-- duration it answers (a difference of times) is the shifted window's.
+local function jittered(alg)
+  return function(o, key, p1, p2, refund, p3)
+    local at = now
+    now = now - p3
+    local w, t = alg(o, key, p1, p2, refund)
+    now = at
+    return w, t
+  end
+end

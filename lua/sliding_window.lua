@@ -70,3 +70,6 @@ ALG.sw = function(o, key, limit, window, refund)
   put(o, 1, limit, limit - sw_used(prev, cur, elapsed, window), sw_reset(cur, prev, idx, window), nil, 0)
   if cost > 0 then return sw_pack(width, idx, cur, prev), ttl end
 end
+-- Jittered: (limit, window, the key's offset).
+ALG.swj = jittered(ALG.sw)
+EXTRA.swj = 1

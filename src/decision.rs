@@ -41,6 +41,8 @@ pub struct Decision {
 /// | [`CostTooHigh`](Self::CostTooHigh) | no | 429 without `Retry-After`: waiting cannot help |
 /// | [`FailOpen`](Self::FailOpen) | yes | the service's response, without rate-limit fields |
 /// | [`FailClosed`](Self::FailClosed) | no | 503 with `Retry-After` (gRPC `UNAVAILABLE`) |
+/// | [`Exempt`](Self::Exempt) | yes | the service's response, without rate-limit fields |
+/// | [`Blocked`](Self::Blocked) | no | 403 (gRPC `PERMISSION_DENIED`) |
 ///
 /// A fallback limiter's decision keeps its own reason (and is
 /// [`degraded`](Decision::is_degraded)): a client over the fallback's limit
@@ -60,11 +62,18 @@ pub enum Reason {
     FailOpen,
     /// The store could not decide; the failure policy denies.
     FailClosed,
+    /// On the allow list ([`Exemptions`](crate::Exemptions)): admitted
+    /// without a limit, nothing charged, the store not asked.
+    Exempt,
+    /// On the deny list ([`Exemptions`](crate::Exemptions)): refused, no
+    /// wait would help, the store not asked.
+    Blocked,
 }
 
 impl Reason {
     /// A short name for logs and metric labels: `within_limit`,
-    /// `over_limit`, `cost_too_high`, `fail_open`, `fail_closed`.
+    /// `over_limit`, `cost_too_high`, `fail_open`, `fail_closed`, `exempt`,
+    /// `blocked`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Reason::WithinLimit => "within_limit",
@@ -72,12 +81,17 @@ impl Reason {
             Reason::CostTooHigh => "cost_too_high",
             Reason::FailOpen => "fail_open",
             Reason::FailClosed => "fail_closed",
+            Reason::Exempt => "exempt",
+            Reason::Blocked => "blocked",
         }
     }
 
     /// Whether a decision for this reason admits the request.
     pub fn admits(self) -> bool {
-        matches!(self, Reason::WithinLimit | Reason::FailOpen)
+        matches!(
+            self,
+            Reason::WithinLimit | Reason::FailOpen | Reason::Exempt
+        )
     }
 
     /// Where the reason is in [`ALL`](Self::ALL).
@@ -86,12 +100,14 @@ impl Reason {
     }
 
     /// Every reason, in the order of its declaration.
-    pub(crate) const ALL: [Reason; 5] = [
+    pub(crate) const ALL: [Reason; 7] = [
         Reason::WithinLimit,
         Reason::OverLimit,
         Reason::CostTooHigh,
         Reason::FailOpen,
         Reason::FailClosed,
+        Reason::Exempt,
+        Reason::Blocked,
     ];
 }
 

@@ -99,10 +99,11 @@ pub use decision::{Decision, Reason};
 pub use decisions::{Decisions, LimitDecision};
 pub use error::{ConfigError, Error};
 pub use layer::{ConcurrencyLimitLayer, RateLimitLayer};
-pub use limiter::{HotKeys, Limiter, LimiterBuilder};
+pub use limiter::{Exemptions, HotKeys, Limiter, LimiterBuilder};
 pub use quota::Quota;
 
-// README's examples run as doctests.
+// README's examples run as doctests, here and nowhere else
+// (`tests/readme.rs` checks that they are included once).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -9,6 +9,8 @@
 //! | `floodgate_local_decisions_total` | counter | `limiter`: decisions of a hot key made from this server's allotment, without the store (also counted as decisions); only with [`hot_keys`](crate::LimiterBuilder::hot_keys) |
 //! | `floodgate_allotments_total` | counter | `limiter`: slices of hot keys taken from the store |
 //! | `floodgate_allotment_units_total` | counter | `limiter`, `event` = `taken` / `returned` (a bucket's unused units given back) / `expired` (a window's unused units, lost with it) |
+//! | `floodgate_near_limit_total` | counter | `limiter`: admissions (among the decisions above) that left some limit with less than a fifth of it (envoy's `near_limit`): a limit about to bite |
+//! | `floodgate_shadow_denials_total` | counter | `limiter`, `limit`: decisions a limit in shadow mode ([`Limits::shadow`](crate::algorithm::Limits::shadow)) would have denied; the request was decided by the other limits |
 //! | `floodgate_decision_seconds` | histogram | `limiter`: time of every call to a Redis store, round trip included (a memory decision takes about 100 ns, and timing it would cost as much) |
 //!
 //! Install your recorder (e.g. `metrics-exporter-prometheus`) **before**
@@ -24,17 +26,20 @@ use std::time::Duration;
 #[derive(Clone)]
 pub(crate) struct Metrics {
     /// One per reason, in the order of `Reason::ALL`.
-    decisions: [Counter; 5],
+    decisions: [Counter; 7],
     degraded: Counter,
     cache_hits: Counter,
+    near_limit: Counter,
     latency: Histogram,
+    /// The limiter's name, for the counters registered when first used.
+    limiter: std::sync::Arc<str>,
 }
 
 impl Metrics {
     pub(crate) fn new(limiter: &str) -> Self {
         let counter = |reason: Reason| {
             let outcome = match reason {
-                Reason::WithinLimit | Reason::FailOpen => "allowed",
+                r if r.admits() => "allowed",
                 _ => "denied",
             };
             metrics::counter!("floodgate_decisions_total", "limiter" => limiter.to_owned(), "outcome" => outcome, "reason" => reason.as_str())
@@ -43,6 +48,8 @@ impl Metrics {
             decisions: Reason::ALL.map(counter),
             degraded: metrics::counter!("floodgate_degraded_total", "limiter" => limiter.to_owned()),
             cache_hits: metrics::counter!("floodgate_cache_hits_total", "limiter" => limiter.to_owned()),
+            near_limit: metrics::counter!("floodgate_near_limit_total", "limiter" => limiter.to_owned()),
+            limiter: limiter.into(),
             latency: metrics::histogram!("floodgate_decision_seconds", "limiter" => limiter.to_owned()),
         }
     }
@@ -54,6 +61,29 @@ impl Metrics {
         if degraded {
             self.degraded.increment(1);
         }
+    }
+
+    /// A charging decision of one limit, from its reply.
+    #[inline(always)]
+    pub(crate) fn decided_reply(&self, reason: Reason, near_limit: bool) {
+        self.decisions[reason.index()].increment(1);
+        if near_limit {
+            self.near_limit.increment(1);
+        }
+    }
+
+    /// An admission that left less than a fifth of a limit.
+    pub(crate) fn near_limit(&self) {
+        self.near_limit.increment(1);
+    }
+
+    /// A decision that limit `limit`, in shadow mode, would have denied
+    /// (looked up when it happens: limits resolved per request have names
+    /// known only then).
+    #[inline(never)]
+    pub(crate) fn shadow_denial(&self, limit: &str) {
+        metrics::counter!("floodgate_shadow_denials_total", "limiter" => self.limiter.to_string(), "limit" => limit.to_owned())
+            .increment(1);
     }
 
     /// How long a call to a store that waits took.

@@ -288,9 +288,9 @@ mod config_file;
 async fn the_example_s_file_loads_with_an_environment_override() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/config_file.toml");
     // The only test here that reads the environment.
-    std::env::set_var("FLOODGATE_API__LIMITS__SECOND", "50/s burst 100");
+    std::env::set_var("RATE_LIMITS_API__LIMITS__SECOND", "50/s burst 100");
     let file = config_file::load(path);
-    std::env::remove_var("FLOODGATE_API__LIMITS__SECOND");
+    std::env::remove_var("RATE_LIMITS_API__LIMITS__SECOND");
     let file = file.unwrap();
     // figment gives a table's keys sorted by name.
     let api = Limits::new("day", FixedWindow::new(100_000, secs(86_400)))
@@ -312,11 +312,11 @@ async fn the_example_s_file_loads_with_an_environment_override() {
         .unwrap();
 
     // A value out of bounds in the environment: the message, and the variable.
-    std::env::set_var("FLOODGATE_LOGIN__LIMITS__ATTEMPTS", "sliding_log 0/15min");
+    std::env::set_var("RATE_LIMITS_LOGIN__LIMITS__ATTEMPTS", "sliding_log 0/15min");
     let e = config_file::load(path).unwrap_err().to_string();
-    std::env::remove_var("FLOODGATE_LOGIN__LIMITS__ATTEMPTS");
+    std::env::remove_var("RATE_LIMITS_LOGIN__LIMITS__ATTEMPTS");
     let want = message(SlidingLog::try_new(0, secs(900)).unwrap_err());
-    assert!(e.contains(&want) && e.contains("FLOODGATE_"), "{e}");
+    assert!(e.contains(&want) && e.contains("RATE_LIMITS_"), "{e}");
 }
 
 #[test]
@@ -570,16 +570,11 @@ fn durations_need_their_unit() {
 
 #[test]
 fn unknown_fields_are_refused_listing_the_algorithm_s_own() {
-    let window_fields = "expected one of `algorithm`, `limit`, `window`";
+    let window_fields = "expected one of `algorithm`, `limit`, `window`, `jitter`";
     for (text, want) in [
         (
             r#"{ limit = 1, window = "1s", per = "1s" }"#,
             format!("unknown field `per`, {window_fields}"),
-        ),
-        // The jitter branch adds `jitter` to the fixed and sliding windows.
-        (
-            r#"{ limit = 1, window = "1s", jitter = true }"#,
-            format!("unknown field `jitter`, {window_fields}"),
         ),
         (
             r#"{ limit = 1, window = "1s", burst = 2 }"#,
@@ -651,6 +646,34 @@ fn fixed_window_round_trip() {
     round_trip(&FixedWindow::new(10_000, secs(86_400)));
     round_trip(&FixedWindow::new(1, ms(5_400_250)));
     round_trip(&FixedWindow::new(1 << 40, ms(1 << 40)));
+    round_trip(&FixedWindow::new(100, secs(60)).jittered());
+}
+
+/// `jitter = true` on a fixed or sliding window is its `jittered()`; false
+/// or absent is the aligned window; the sliding log has no such field.
+#[test]
+fn jitter_on_the_windows_that_take_it() {
+    let w: FixedWindow = toml(r#"{ limit = 100, window = "1m", jitter = true }"#).unwrap();
+    assert_eq!(w, FixedWindow::new(100, secs(60)).jittered());
+    let w: FixedWindow = json(r#"{ "limit": 100, "window": "1m", "jitter": false }"#).unwrap();
+    assert!(!w.is_jittered());
+    let w: SlidingWindow = yaml("{ limit: 5, window: 10s, jitter: true }").unwrap();
+    assert_eq!(w, SlidingWindow::new(5, secs(10)).jittered());
+    let any: AnyAlgorithm =
+        toml(r#"{ algorithm = "sliding_window", limit = 5, window = "10s", jitter = true }"#)
+            .unwrap();
+    assert_eq!(
+        any,
+        AnyAlgorithm::from(SlidingWindow::new(5, secs(10)).jittered())
+    );
+    refused::<SlidingLog>(
+        r#"{ limit = 1, window = "1s", jitter = true }"#,
+        "unknown field `jitter`, expected one of `algorithm`, `limit`, `window`",
+    );
+    refused::<FixedWindow>(
+        r#"{ limit = 1, window = "1s", jitter = "yes" }"#,
+        "invalid type: string \"yes\", expected a boolean",
+    );
 }
 
 #[test]
@@ -663,6 +686,7 @@ fn sliding_log_round_trip() {
 fn sliding_window_round_trip() {
     round_trip(&SlidingWindow::new(100, secs(60)));
     round_trip(&SlidingWindow::new(3, ms(1_001)));
+    round_trip(&SlidingWindow::new(3, ms(1_001)).jittered());
 }
 
 #[test]
@@ -735,4 +759,18 @@ fn settings_round_trip() {
     let local = Limiter::new(MemoryStore::new(), Gcra::new(1, secs(1)));
     let e = serde_json::to_string(&FailurePolicy::fallback(local)).unwrap_err();
     assert!(e.to_string().contains("cannot be written"), "{e}");
+}
+
+/// A limit of `Limits` in shadow mode: `shadow = true` in its table, read
+/// and written; refused on a limit outside `Limits`.
+#[test]
+fn limits_in_shadow_mode() {
+    let limits: Limits = toml(
+        r#"{ second = "10/s", day = { algorithm = "fixed_window", limit = 1000, window = "1d", shadow = true } }"#,
+    )
+    .unwrap();
+    assert!(limits.is_shadowed("day") && !limits.is_shadowed("second"));
+    round_trip(&limits);
+    let e = toml::<FixedWindow>(r#"{ limit = 1, window = "1s", shadow = true }"#).unwrap_err();
+    assert!(e.contains("unknown field `shadow`"), "{e}");
 }

@@ -587,3 +587,41 @@ fn at_most_one_fcall_per_decision_and_no_ping() {
     assert_eq!(ping, 0, "no PING per checkout");
     assert_eq!(load, 0, "the library stays loaded");
 }
+
+/// A store that does not answer in time is named in the error, with what
+/// was being asked and the bound it missed.
+#[test]
+fn a_timeout_names_the_server_the_request_and_the_bound() {
+    let _serial = serial();
+    let server = RedisServer::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let limiter = Limiter::builder(RedisStore::from_url(&server.url()).unwrap(), big())
+            .name("api")
+            .timeout(Duration::from_millis(100))
+            .on_store_failure(FailurePolicy::ReturnError)
+            .build()
+            .unwrap();
+        // Connected first, so that it is the call that waits.
+        limiter.check("user:42", 1).await.expect("a decision");
+        server.pause();
+        let e = limiter
+            .check("user:42", 1)
+            .await
+            .expect_err("Redis is paused");
+        server.resume();
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("redis at 127.0.0.1:{}", server.port())),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"a check of key "user:42" for limiter "api""#),
+            "{text}"
+        );
+        assert!(
+            text.contains("within 100ms") && text.contains("`timeout`"),
+            "{text}"
+        );
+    });
+}

@@ -567,3 +567,80 @@ async fn both_layers_answer_resource_exhausted_and_unavailable() {
     })
     .await;
 }
+
+/// Exemptions under tonic: a key on the allow list (by key, or in an IPv4
+/// or IPv6 network) is served with no rate-limit fields and no Redis call;
+/// one on the deny list gets `PERMISSION_DENIED`; the lists change while
+/// the server runs.
+#[tokio::test]
+async fn exempt_keys_are_served_and_blocked_keys_get_permission_denied() {
+    let redis = RedisServer::start();
+    let stores: [(Store, Option<&RedisServer>); 2] = [
+        (MemoryStore::new().into(), None),
+        (
+            RedisStore::from_url(&redis.url()).unwrap().into(),
+            Some(&redis),
+        ),
+    ];
+    for (store, redis) in stores {
+        let exemptions = floodgate::Exemptions::new();
+        exemptions.allow_network("10.0.0.0/8".parse().unwrap());
+        exemptions.allow_network("2001:db8:a::/48".parse().unwrap());
+        exemptions.allow_key("monitor");
+        exemptions.deny_key("mallory");
+        exemptions.deny_network("192.0.2.0/24".parse().unwrap());
+        exemptions.deny_network("2001:db8:bad::/48".parse().unwrap());
+        let limiter = Limiter::builder(store, Gcra::new(1, Duration::from_secs(60)))
+            .name("grpc-exempt")
+            .clock(ManualClock::new(T0))
+            .exemptions(exemptions.clone())
+            .build()
+            .unwrap();
+        let layer = RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap());
+        let addr = serve_tonic!(Server::builder().layer(layer));
+        let mut client = connect(addr).await;
+        let calls = || redis.map(|r| r.command_calls("fcall").unwrap_or(0));
+        let before = calls();
+        for key in ["10.9.8.7", "2001:db8:a::1", "monitor"] {
+            for _ in 0..3 {
+                let metadata = allowed(&mut client, Some(key), key).await;
+                assert!(metadata.get("ratelimit").is_none(), "{key}");
+                assert!(metadata.get("ratelimit-policy").is_none(), "{key}");
+            }
+        }
+        for key in ["mallory", "192.0.2.1", "2001:db8:bad::7"] {
+            let status = denied(&mut client, Some(key), Code::PermissionDenied, key).await;
+            assert!(status.get_details_retry_info().is_none(), "{key}");
+        }
+        assert_eq!(calls(), before, "exempt and blocked calls asked Redis");
+        // A key on no list: limited, through the store.
+        allowed(&mut client, Some("198.51.100.1"), "first").await;
+        denied(
+            &mut client,
+            Some("198.51.100.1"),
+            Code::ResourceExhausted,
+            "second",
+        )
+        .await;
+        // Changed at run time.
+        exemptions.remove_allowed_network("2001:db8:a::/48".parse().unwrap());
+        allowed(&mut client, Some("2001:db8:a::1"), "now limited").await;
+        denied(
+            &mut client,
+            Some("2001:db8:a::1"),
+            Code::ResourceExhausted,
+            "over",
+        )
+        .await;
+        exemptions.remove_denied_network("192.0.2.0/24".parse().unwrap());
+        allowed(&mut client, Some("192.0.2.1"), "no longer blocked").await;
+        exemptions.deny_key("monitor");
+        denied(
+            &mut client,
+            Some("monitor"),
+            Code::PermissionDenied,
+            "denied wins",
+        )
+        .await;
+    }
+}

@@ -29,6 +29,16 @@ async fn what_a_plain_server_reports() {
         "{node:?}"
     );
     assert_eq!(node.role(), "master");
+    // An address is `host:port`; words are `Display`'s.
+    assert_eq!(node.address(), format!("127.0.0.1:{}", server.port()));
+    assert_eq!(
+        node.to_string(),
+        format!(
+            "redis {} (master) at 127.0.0.1:{}",
+            node.version(),
+            server.port()
+        )
+    );
     assert!(!node.tls());
     assert_eq!(node.maxmemory(), Some(64 * 1024 * 1024));
     assert_eq!(node.maxmemory_policy(), Some("noeviction"));

@@ -365,6 +365,10 @@ async fn limits_build_refuses_are_refused_with_the_same_error() {
     for bad in [
         Limits::new("a", FixedWindow::new(10, MINUTE)), // too small to share
         Limits::new("a", SlidingLog::new(1000, MINUTE)), // a log is not shared
+        // A limit in shadow mode is decided by the store on every request.
+        Limits::new("a", FixedWindow::new(1000, MINUTE))
+            .shadow("a")
+            .unwrap(),
     ] {
         let at_build = build(bad.clone()).unwrap_err();
         let at_change = l.set_algorithm(bad).unwrap_err();
@@ -373,6 +377,26 @@ async fn limits_build_refuses_are_refused_with_the_same_error() {
     }
     assert_eq!(l.algorithm(), &ok, "a refused change changes nothing");
     assert_eq!(l.versions_kept(), 1);
+}
+
+#[tokio::test]
+async fn a_change_into_and_out_of_shadow_mode() {
+    let clock = ManualClock::new(0);
+    for (label, store, _server) in stores() {
+        let strict = Limits::new("strict", FixedWindow::new(1, MINUTE));
+        let l = limiter(&store, strict.clone(), &clock);
+        assert!(l.check("k", 1).await.unwrap().allowed(), "{label}");
+        assert!(l.check("k", 1).await.unwrap().denied(), "{label}");
+        // In shadow mode: decided and charged, never denying.
+        l.set_algorithm(strict.clone().shadow("strict").unwrap())
+            .unwrap();
+        let all = l.check_all("k", 1).await.unwrap();
+        assert!(all.overall().allowed(), "{label}: shadowed");
+        assert!(all.each()[0].decision().denied(), "{label}: its own");
+        // Out of it again: the count was kept, and denies.
+        l.set_algorithm(strict).unwrap();
+        assert!(l.check("k", 1).await.unwrap().denied(), "{label}");
+    }
 }
 
 #[tokio::test]

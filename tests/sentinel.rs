@@ -41,6 +41,12 @@ async fn decisions_through_the_sentinels() {
     let store = RedisStore::from_url(&set.url()).unwrap();
     let report = store.probe().await.expect("probe through the sentinels");
     assert_eq!(report.nodes()[0].role(), "master", "{report:?}");
+    // The primary the sentinels named, as the server says it was reached.
+    assert_eq!(
+        report.nodes()[0].address(),
+        format!("127.0.0.1:{}", set.primary_port()),
+        "{report:?}"
+    );
     let limiter = Limiter::builder(store, FixedWindow::new(2, Duration::from_secs(60)))
         .timeout(Duration::from_secs(2))
         .on_store_failure(FailurePolicy::ReturnError)

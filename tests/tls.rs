@@ -71,6 +71,20 @@ async fn a_wrong_ca_is_an_error_that_names_tls() {
     let text = e.to_string();
     assert!(text.contains("TLS") && text.contains("127.0.0.1"), "{text}");
     assert!(text.contains("unknown issuer"), "{text}");
+    // A CA was given: the advice is about that CA, not to give one.
+    assert!(
+        text.contains("the CA given with `ca_certificate` did not sign it"),
+        "{text}"
+    );
+    // The whole cause chain says it once: the words, then rustls's error.
+    let mut chain = text.clone();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        write!(chain, " / {c}").unwrap();
+        cause = c.source();
+    }
+    assert_eq!(chain.matches("UnknownIssuer").count(), 1, "{chain}");
+    assert_eq!(chain.matches("unknown issuer").count(), 1, "{chain}");
 
     // A decision meets the same error, reported as TLS to the failure hook,
     // and the failure policy decides.
@@ -94,6 +108,38 @@ async fn a_wrong_ca_is_an_error_that_names_tls() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].0, FailureKind::Store(StoreErrorKind::Tls));
     assert!(seen[0].1.contains("TLS"), "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_ca_given_advises_giving_one() {
+    let certs = TestCerts::generate();
+    let server = RedisServer::start_tls(&certs);
+    let store = RedisStore::from_url(&server.tls_url()).unwrap();
+    let e = store.probe().await.expect_err("the test CA is not trusted");
+    assert_eq!(e.kind(), StoreErrorKind::Tls, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("give the CA that signed it with `ca_certificate`"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rediss_url_to_a_plain_port_is_a_tls_error_that_says_so() {
+    let server = RedisServer::start();
+    let url = format!("rediss://127.0.0.1:{}", server.port());
+    let store = RedisStore::from_url(&url).unwrap();
+    let e = store.probe().await.expect_err("no TLS on a plain port");
+    assert_eq!(e.kind(), StoreErrorKind::Tls, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("redis at 127.0.0.1:{}", server.port())),
+        "{text}"
+    );
+    assert!(
+        text.contains("plain text") && text.contains("redis://"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,7 +31,8 @@ const KEYS: u8 = 3;
 
 twins::twins_tests!(script_equals_twin: run_cases, KEYS);
 
-/// One of the six algorithms with random small parameters.
+/// One of the six algorithms with random small parameters (the windows
+/// jittered or not).
 #[derive(Debug, Clone)]
 enum AnyAlg {
     Fixed(FixedWindow),
@@ -46,10 +47,16 @@ fn any_algorithm() -> impl Strategy<Value = AnyAlg> {
     prop_oneof![
         (1..15u64, window())
             .prop_map(|(l, w)| AnyAlg::Fixed(FixedWindow::new(l, Duration::from_millis(w)))),
+        (1..15u64, window()).prop_map(|(l, w)| AnyAlg::Fixed(
+            FixedWindow::new(l, Duration::from_millis(w)).jittered()
+        )),
         (1..15u64, window())
             .prop_map(|(l, w)| AnyAlg::Log(SlidingLog::new(l, Duration::from_millis(w)))),
         (1..15u64, window())
             .prop_map(|(l, w)| AnyAlg::Sliding(SlidingWindow::new(l, Duration::from_millis(w)))),
+        (1..15u64, window()).prop_map(|(l, w)| AnyAlg::Sliding(
+            SlidingWindow::new(l, Duration::from_millis(w)).jittered()
+        )),
         (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Token(TokenBucket::new(c, r))),
         (1..15u64, rate()).prop_map(|(c, r)| AnyAlg::Leaky(LeakyBucket::new(c, r))),
         (1..15u64, window(), 1..15u64).prop_map(|(l, p, b)| AnyAlg::Gcra(
@@ -84,5 +91,24 @@ fn limits_of(algs: &[AnyAlg]) -> Limits {
 fn several_limits_script_equals_twin_all_or_nothing() {
     let strategy = prop::collection::vec(any_algorithm(), 2..4)
         .prop_flat_map(|algs| (Just(limits_of(&algs)), ops(KEYS, 15, 3000)));
+    run_cases(strategy, twins::rate_case);
+}
+
+/// Limits with some in shadow mode (`shadow`: bit `i` for limit `i`): a
+/// shadowed limit's denial stops no other limit's charge, the same on both
+/// sides, decision by decision and field by field (each limit's own
+/// decision, through `check_all`).
+#[test]
+fn several_limits_with_some_in_shadow_mode_script_equals_twin() {
+    let strategy =
+        (prop::collection::vec(any_algorithm(), 2..4), 1..8u16).prop_flat_map(|(algs, shadow)| {
+            let mut limits = limits_of(&algs);
+            for i in 0..algs.len() {
+                if shadow & (1 << i) != 0 {
+                    limits = limits.shadow(&format!("p{i}")).unwrap();
+                }
+            }
+            (Just(limits), ops(KEYS, 15, 3000))
+        });
     run_cases(strategy, twins::rate_case);
 }

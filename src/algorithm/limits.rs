@@ -31,10 +31,15 @@ use std::sync::Arc;
 /// ```compile_fail
 /// let none = floodgate::algorithm::Limits::new();
 /// ```
+///
+/// A limit can be put in shadow mode ([`shadow`](Self::shadow)) to try it
+/// on real traffic before it bites.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
     /// Never empty.
     parts: Vec<(Arc<str>, Spec)>,
+    /// Bit `i`: part `i` is in shadow mode.
+    shadowed: u16,
 }
 
 /// The most limits one [`Limits`] takes: each is one key in one store call.
@@ -64,6 +69,7 @@ impl Limits {
         let name = checked_name(name)?;
         Ok(Self {
             parts: vec![(name, algorithm.spec())],
+            shadowed: 0,
         })
     }
 
@@ -84,6 +90,61 @@ impl Limits {
         }
         self.parts.push((name, algorithm.spec()));
         Ok(self)
+    }
+
+    /// Put the limit named `name` in shadow mode (as envoy's
+    /// `shadow_mode`): it decides and is charged as any other, its state
+    /// changing as if it were enforced, but it never denies. A request it
+    /// alone would deny is admitted, and charged to the other limits;
+    /// `floodgate_shadow_denials_total` counts it, with the limit's name
+    /// (see [`metrics`](crate::metrics)), and
+    /// [`check_all`](crate::Limiter::check_all) still shows the limit's own
+    /// decision. The overall decision, and the rate-limit fields the layer
+    /// writes, are the other limits' (the shadowed limit's admission only
+    /// when every limit is shadowed). The same on every store: Redis
+    /// decides it in the same call as the others.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use floodgate::algorithm::{FixedWindow, Limits};
+    /// use floodgate::{clock::ManualClock, store::MemoryStore, Limiter, Reason};
+    /// use std::time::Duration;
+    ///
+    /// let limits = Limits::new("minute", FixedWindow::new(100, Duration::from_secs(60)))
+    ///     .try_with("strict", FixedWindow::new(2, Duration::from_secs(60)))?
+    ///     .shadow("strict")?;
+    /// let limiter = Limiter::builder(MemoryStore::new(), limits)
+    ///     .clock(ManualClock::new(0))
+    ///     .build()?;
+    /// for _ in 0..3 {
+    ///     assert!(limiter.check("ana", 1).await?.allowed());
+    /// }
+    /// let all = limiter.check_all("ana", 1).await?;
+    /// assert!(all.overall().allowed());
+    /// assert_eq!(all.overall().remaining(), 96); // "minute" charged 4 times
+    /// assert_eq!(all.each()[1].decision().reason(), Reason::OverLimit); // "strict" would deny
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `name` when no limit has that name.
+    pub fn shadow(mut self, name: &str) -> Result<Self, ConfigError> {
+        let Some(i) = self.parts.iter().position(|(n, _)| &**n == name) else {
+            return Err(ConfigError::new(
+                "name",
+                format!("no limit is named `{name}`"),
+            ));
+        };
+        self.shadowed |= 1 << i;
+        Ok(self)
+    }
+
+    /// Whether the limit named `name` is in shadow mode.
+    pub fn is_shadowed(&self, name: &str) -> bool {
+        self.parts
+            .iter()
+            .position(|(n, _)| &**n == name)
+            .is_some_and(|i| self.shadowed & (1 << i) != 0)
     }
 
     /// Each limit's name and quota, in order.
@@ -110,6 +171,10 @@ impl Sealed for Limits {
             .iter()
             .map(|(n, s)| (Some(n.clone()), *s))
             .collect()
+    }
+
+    fn shadowed(&self) -> u16 {
+        self.shadowed
     }
 }
 

@@ -38,6 +38,7 @@ mod buckets;
 mod concurrency;
 mod fixed_window;
 mod gcra;
+mod jitter;
 mod limits;
 mod reply;
 mod sliding_log;
@@ -95,6 +96,11 @@ pub(crate) mod sealed {
         /// Each limit: its own name (`None` for a plain algorithm, whose
         /// limit takes the limiter's name) and its parameters. Never empty.
         fn parts(&self) -> Vec<(Option<Arc<str>>, Spec)>;
+        /// Which parts are in shadow mode (bit `i` for part `i`): decided
+        /// and charged, but never denying.
+        fn shadowed(&self) -> u16 {
+            0
+        }
     }
 
     /// Gives the crate a single algorithm's one spec.

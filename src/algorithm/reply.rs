@@ -71,6 +71,13 @@ impl Default for Reply {
 }
 
 impl Reply {
+    /// An admission that left less than a fifth of the limit (envoy's
+    /// `near_limit`): `Decision::is_near_limit`, read from the reply.
+    #[inline(always)]
+    pub(crate) fn is_near_limit(self) -> bool {
+        self.allowed() && self.remaining.saturating_mul(5) < self.limit
+    }
+
     /// Whether the key admits.
     #[inline(always)]
     pub(crate) fn allowed(self) -> bool {

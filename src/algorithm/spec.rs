@@ -2,7 +2,7 @@
 //! state of one key, and its in-memory twin. Nothing here knows a store.
 
 use super::reply::Reply;
-use super::{concurrency, fixed_window, gcra, sliding_log, sliding_window, Quota};
+use super::{concurrency, fixed_window, gcra, jitter, sliding_log, sliding_window, Quota};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -11,17 +11,22 @@ use std::time::Duration;
 /// twin compute with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Spec {
+    /// `jittered`: each key's windows start at its own offset
+    /// ([`Spec::offset`]).
     FixedWindow {
         limit: u64,
         window_ms: u64,
+        jittered: bool,
     },
     SlidingLog {
         limit: u64,
         window_ms: u64,
     },
+    /// As the fixed window.
     SlidingWindow {
         limit: u64,
         window_ms: u64,
+        jittered: bool,
     },
     /// `interval_ms` = 1000 / rate: the time one token takes, computed
     /// once here and sent to the script as it is.
@@ -86,16 +91,44 @@ pub(crate) const SLACK_MS: f64 = 1000.0;
 
 impl Spec {
     /// The namespace of this algorithm's keys: state is shared exactly by
-    /// limits of the same name and tag.
+    /// limits of the same name and tag. Also the algorithm's name in the
+    /// Redis code (`ALG[tag]`). A jittered window has a tag of its own: its
+    /// state counts other windows than the aligned one's.
     pub(crate) fn tag(&self) -> &'static str {
         match self {
-            Spec::FixedWindow { .. } => "fw",
+            Spec::FixedWindow {
+                jittered: false, ..
+            } => "fw",
+            Spec::FixedWindow { jittered: true, .. } => "fwj",
             Spec::SlidingLog { .. } => "sl",
-            Spec::SlidingWindow { .. } => "sw",
+            Spec::SlidingWindow {
+                jittered: false, ..
+            } => "sw",
+            Spec::SlidingWindow { jittered: true, .. } => "swj",
             Spec::TokenBucket { .. } => "tb",
             Spec::LeakyBucket { .. } => "lb",
             Spec::Gcra { .. } => "gcra",
             Spec::Concurrency { .. } => "cc",
+        }
+    }
+
+    /// The name the Redis code knows this algorithm by in shadow mode: its
+    /// tag and `~` (`lua/main.lua`: a denial that stops no other charge).
+    pub(crate) fn shadow_tag(&self) -> &'static str {
+        match self {
+            Spec::FixedWindow {
+                jittered: false, ..
+            } => "fw~",
+            Spec::FixedWindow { jittered: true, .. } => "fwj~",
+            Spec::SlidingLog { .. } => "sl~",
+            Spec::SlidingWindow {
+                jittered: false, ..
+            } => "sw~",
+            Spec::SlidingWindow { jittered: true, .. } => "swj~",
+            Spec::TokenBucket { .. } => "tb~",
+            Spec::LeakyBucket { .. } => "lb~",
+            Spec::Gcra { .. } => "gcra~",
+            Spec::Concurrency { .. } => "cc~",
         }
     }
 
@@ -122,9 +155,13 @@ impl Spec {
     /// The limit as it reads on the wire.
     pub(crate) fn quota(&self) -> Quota {
         let (units, window_ms) = match *self {
-            Spec::FixedWindow { limit, window_ms }
+            Spec::FixedWindow {
+                limit, window_ms, ..
+            }
             | Spec::SlidingLog { limit, window_ms }
-            | Spec::SlidingWindow { limit, window_ms } => (limit, window_ms as f64),
+            | Spec::SlidingWindow {
+                limit, window_ms, ..
+            } => (limit, window_ms as f64),
             Spec::TokenBucket { capacity, rate, .. } | Spec::LeakyBucket { capacity, rate, .. } => {
                 (capacity, capacity as f64 / rate * 1000.0)
             }
@@ -139,10 +176,32 @@ impl Spec {
         }
     }
 
+    /// Where `key`'s windows start, in ms past the aligned ones: its
+    /// offset in `0..window_ms` for a jittered window
+    /// (`algorithm/jitter.rs`), else `None` (no parameter of its own on
+    /// the wire).
+    #[inline]
+    pub(crate) fn offset(&self, key: &str) -> Option<u64> {
+        match *self {
+            Spec::FixedWindow {
+                window_ms,
+                jittered: true,
+                ..
+            }
+            | Spec::SlidingWindow {
+                window_ms,
+                jittered: true,
+                ..
+            } => Some(jitter::offset(key, window_ms)),
+            _ => None,
+        }
+    }
+
     /// The in-memory twin: the Lua code's decision, computed the same way.
     /// `cost` must already be clamped; `lease` names the lease a
-    /// concurrency limit acquires or releases (ignored by the others).
-    /// Writes the new state only if `write`.
+    /// concurrency limit acquires or releases (ignored by the others);
+    /// `key` is the user key (a jittered window's offset). Writes the new
+    /// state only if `write`.
     ///
     /// `#[inline(always)]`, and the schedule with it: a call of its own
     /// was ~35 instructions of ~560 a GCRA decision (its frame, its
@@ -158,7 +217,7 @@ impl Spec {
         now: u64,
         cost: u64,
         (refund, write): (bool, bool),
-        lease: &str,
+        (lease, key): (&str, &str),
     ) -> (Reply, Write) {
         let at = Step {
             now: float(now),
@@ -166,16 +225,41 @@ impl Spec {
             refund,
             write,
         };
-        match *self {
-            Spec::FixedWindow { limit, window_ms } => {
-                fixed_window::decide((limit as f64, window_ms as f64), state, at)
+        // A jittered window is the aligned one on a clock `offset` behind:
+        // its windows start at `k × window + offset`, and every duration
+        // it answers is a difference of times on that clock.
+        let shifted = |jittered: bool, window_ms: u64| {
+            if jittered {
+                Step {
+                    now: at.now - float(jitter::offset(key, window_ms)),
+                    ..at
+                }
+            } else {
+                at
             }
+        };
+        match *self {
+            Spec::FixedWindow {
+                limit,
+                window_ms,
+                jittered,
+            } => fixed_window::decide(
+                (limit as f64, window_ms as f64),
+                state,
+                shifted(jittered, window_ms),
+            ),
             Spec::SlidingLog { limit, window_ms } => {
                 sliding_log::decide((limit as f64, window_ms as f64), state, at)
             }
-            Spec::SlidingWindow { limit, window_ms } => {
-                sliding_window::decide((limit as f64, window_ms as f64), state, at)
-            }
+            Spec::SlidingWindow {
+                limit,
+                window_ms,
+                jittered,
+            } => sliding_window::decide(
+                (limit as f64, window_ms as f64),
+                state,
+                shifted(jittered, window_ms),
+            ),
             // One arm for the three, the schedule inlined here (see above).
             Spec::TokenBucket {
                 capacity: units,
@@ -255,71 +339,4 @@ pub(crate) fn ceil(x: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn same(a: f64, b: f64) -> bool {
-        a.to_bits() == b.to_bits()
-    }
-
-    #[test]
-    fn floor_and_ceil_are_libm_s_at_the_edges() {
-        let two52 = 4_503_599_627_370_496.0_f64;
-        for x in [
-            0.0,
-            -0.0,
-            0.5,
-            -0.5,
-            1.0,
-            -1.0,
-            0.999_999_999,
-            -0.999_999_999,
-            1e-300,
-            -1e-300,
-            two52 - 0.5,
-            -(two52 - 0.5),
-            two52,
-            -two52,
-            two52 + 2.0,
-            1e300,
-            -1e300,
-            (1u64 << 48) as f64 + 0.25,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-        ] {
-            assert!(same(floor(x), x.floor()), "floor({x})");
-            assert!(same(ceil(x), x.ceil()), "ceil({x})");
-            let luas_ms = if x <= 0.0 { 0 } else { x.ceil() as i64 };
-            assert_eq!(
-                (ms(x), units(x)),
-                (luas_ms, x.floor().max(0.0) as i64),
-                "{x}"
-            );
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn floor_and_ceil_are_libm_s(bits in any::<u64>()) {
-            let x = f64::from_bits(bits);
-            prop_assume!(!x.is_nan());
-            prop_assert!(same(floor(x), x.floor()), "floor({x})");
-            prop_assert!(same(ceil(x), x.ceil()), "ceil({x})");
-        }
-
-        #[test]
-        fn ms_and_units_round_as_the_script(bits in any::<u64>()) {
-            let x = f64::from_bits(bits);
-            let luas_ms = if x <= 0.0 { 0 } else { x.ceil() as i64 };
-            prop_assert_eq!(ms(x), luas_ms, "ms({})", x);
-            prop_assert_eq!(units(x), x.floor().max(0.0) as i64, "units({})", x);
-        }
-
-        #[test]
-        fn floor_and_ceil_match_on_decision_sized_numbers(x in -1e16f64..1e16) {
-            prop_assert!(same(floor(x), x.floor()), "floor({x})");
-            prop_assert!(same(ceil(x), x.ceil()), "ceil({x})");
-        }
-    }
-}
+mod tests;

@@ -26,9 +26,12 @@ pub(crate) struct Usage {
 /// - concurrency: the leases alive / max.
 ///
 /// A state of another algorithm than `spec`'s reads as unused, as the twin
-/// would read it.
-pub(crate) fn quota_used(spec: &Spec, state: &State, now: u64) -> Usage {
-    let now = now as f64;
+/// would read it. `key` is the user key as the store keeps it: a jittered
+/// window's windows are read at its offset (for a key the memory store
+/// keeps as a hash, the hash's offset: a rank for eviction, no decision).
+pub(crate) fn quota_used(spec: &Spec, state: &State, now: u64, key: &str) -> Usage {
+    // A jittered window's clock, as its twin reads it (`Spec::decide`).
+    let now = now as f64 - spec.offset(key).unwrap_or(0) as f64;
     // Units used and units allowed; `full` when one more unit does not fit.
     let of = |used: f64, limit: f64| Usage {
         used: (used / limit).clamp(0.0, 1.0),
@@ -39,7 +42,12 @@ pub(crate) fn quota_used(spec: &Spec, state: &State, now: u64) -> Usage {
         full: false,
     };
     match (*spec, state) {
-        (Spec::FixedWindow { limit, window_ms }, State::Counter { idx, count }) => {
+        (
+            Spec::FixedWindow {
+                limit, window_ms, ..
+            },
+            State::Counter { idx, count },
+        ) => {
             let current = floor(now / window_ms as f64);
             of(if *idx == current { *count } else { 0.0 }, limit as f64)
         }
@@ -48,7 +56,12 @@ pub(crate) fn quota_used(spec: &Spec, state: &State, now: u64) -> Usage {
             let live = log.len() - log.partition_point(|&t| t <= cut);
             of(live as f64, limit as f64)
         }
-        (Spec::SlidingWindow { limit, window_ms }, State::Counters { idx, cur, prev }) => {
+        (
+            Spec::SlidingWindow {
+                limit, window_ms, ..
+            },
+            State::Counters { idx, cur, prev },
+        ) => {
             let window = window_ms as f64;
             let current = floor(now / window);
             let (cur, prev) = if *idx == current {
@@ -118,12 +131,14 @@ mod tests {
     const HOUR: u64 = 3_600_000;
     /// The start of an hour.
     const T: u64 = 1_791_860_400_000;
+    /// The user key of every state here.
+    const KEY: &str = "ana";
 
     /// Run the twin `n` times at `now` (cost 1) from a fresh state.
     fn driven(spec: &Spec, n: usize, now: u64) -> State {
         let mut state = None;
         for _ in 0..n {
-            spec.decide(&mut state, now, 1, (false, true), "lease");
+            spec.decide(&mut state, now, 1, (false, true), ("lease", KEY));
         }
         state.expect("a written state")
     }
@@ -134,6 +149,12 @@ mod tests {
             Spec::FixedWindow {
                 limit: 5,
                 window_ms: HOUR,
+                jittered: false,
+            },
+            Spec::FixedWindow {
+                limit: 5,
+                window_ms: HOUR,
+                jittered: true,
             },
             Spec::SlidingLog {
                 limit: 5,
@@ -142,6 +163,12 @@ mod tests {
             Spec::SlidingWindow {
                 limit: 5,
                 window_ms: HOUR,
+                jittered: false,
+            },
+            Spec::SlidingWindow {
+                limit: 5,
+                window_ms: HOUR,
+                jittered: true,
             },
             crate::algorithm::TokenBucket::new(5, 5.0 / 3_600.0).to_spec(),
             crate::algorithm::LeakyBucket::new(5, 5.0 / 3_600.0).to_spec(),
@@ -169,7 +196,7 @@ mod tests {
                 } else {
                     driven(&spec, n, T)
                 };
-                let u = quota_used(&spec, &state, T);
+                let u = quota_used(&spec, &state, T, KEY);
                 assert!(
                     (u.used - n as f64 / 5.0).abs() < 1e-9,
                     "{spec:?} after {n}: {u:?}"
@@ -177,7 +204,7 @@ mod tests {
                 assert_eq!(u.full, n == 5, "{spec:?} after {n}: {u:?}");
                 // The twin agrees that a full key denies one more.
                 let mut s = Some(state);
-                let (reply, _) = spec.decide(&mut s, T, 1, (false, false), "other");
+                let (reply, _) = spec.decide(&mut s, T, 1, (false, false), ("other", KEY));
                 assert_eq!(reply.allowed(), !u.full, "{spec:?} after {n}");
             }
         }
@@ -192,7 +219,7 @@ mod tests {
                 driven(&spec, 5, T)
             };
             // Two windows (or a full refill, or the leases' life) later.
-            let u = quota_used(&spec, &state, T + 2 * HOUR + 1);
+            let u = quota_used(&spec, &state, T + 2 * HOUR + 1, KEY);
             assert_eq!(
                 u,
                 Usage {
@@ -212,11 +239,12 @@ mod tests {
         };
         let state = State::Log(VecDeque::from([10.0, 20.0, 30.0, 40.0]));
         // At 120, the entries at 10 and 20 are out (t <= now - window).
-        assert_eq!(quota_used(&log, &state, 120).used, 0.5);
-        assert!(quota_used(&log, &state, 109).full);
+        assert_eq!(quota_used(&log, &state, 120, KEY).used, 0.5);
+        assert!(quota_used(&log, &state, 109, KEY).full);
         let sw = Spec::SlidingWindow {
             limit: 10,
             window_ms: 100,
+            jittered: false,
         };
         let state = State::Counters {
             idx: 0.0,
@@ -224,9 +252,12 @@ mod tests {
             prev: 0.0,
         };
         // A quarter into the next window: floor(10 × 0.75) = 7 used.
-        let u = quota_used(&sw, &state, 125);
+        let u = quota_used(&sw, &state, 125, KEY);
         assert!((u.used - 0.7).abs() < 1e-12 && !u.full, "{u:?}");
         // A state of another algorithm is a fresh key's.
-        assert_eq!(quota_used(&sw, &State::Log(VecDeque::new()), 0).used, 0.0);
+        assert_eq!(
+            quota_used(&sw, &State::Log(VecDeque::new()), 0, KEY).used,
+            0.0
+        );
     }
 }

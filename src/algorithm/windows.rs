@@ -11,7 +11,9 @@ use std::time::Duration;
 ///
 /// The cheapest algorithm, and the loosest: a client that times its bursts
 /// to a window boundary gets up to twice the limit within a moment. Use it
-/// for coarse quotas (per day), where a brief 2× does not matter.
+/// for coarse quotas (per day), where a brief 2× does not matter. Every
+/// key's windows end at the same instant, unless
+/// [jittered](Self::jittered).
 ///
 /// ```
 /// use floodgate::algorithm::FixedWindow;
@@ -32,6 +34,7 @@ use std::time::Duration;
 pub struct FixedWindow {
     limit: u64,
     window_ms: u64,
+    jittered: bool,
 }
 
 impl FixedWindow {
@@ -59,7 +62,11 @@ impl FixedWindow {
 
     const fn checked(limit: u64, window: Duration) -> Result<Self, Invalid> {
         let (limit, window_ms) = tri!(check::per_window(limit, window));
-        Ok(Self { limit, window_ms })
+        Ok(Self {
+            limit,
+            window_ms,
+            jittered: false,
+        })
     }
 
     /// The limit as it reads on the wire (`RateLimit-Policy`): `limit`
@@ -68,10 +75,48 @@ impl FixedWindow {
         self.to_spec().quota()
     }
 
+    /// The same limit with jittered windows: each key's windows start at
+    /// its own offset in `[0, window)` instead of on the aligned instants,
+    /// so that the keys of one limit reset at different moments across the
+    /// window rather than all at once (clients denied until the reset then
+    /// come back spread out, not as one herd).
+    ///
+    /// A key's windows start at `k × window + offset`, where `offset` is
+    /// XXH3-64 of the key's bytes modulo the window in ms: the same for a
+    /// key on every server, store and release. `reset_after`,
+    /// `Retry-After` and the `RateLimit` fields are those of the key's
+    /// shifted window. A jittered limit keeps its state apart from the
+    /// unjittered one of the same name (turning the option on or off starts
+    /// every key afresh, never misreading the other's counts).
+    ///
+    /// ```
+    /// use floodgate::algorithm::FixedWindow;
+    /// use std::time::Duration;
+    /// const HOURLY: FixedWindow = FixedWindow::new(1_000, Duration::from_secs(3_600)).jittered();
+    /// assert!(HOURLY.is_jittered());
+    /// assert!(!FixedWindow::new(1_000, Duration::from_secs(3_600)).is_jittered());
+    /// // The same quota on the wire.
+    /// assert_eq!(HOURLY.quota(), FixedWindow::new(1_000, Duration::from_secs(3_600)).quota());
+    /// ```
+    #[must_use]
+    pub const fn jittered(self) -> Self {
+        Self {
+            jittered: true,
+            ..self
+        }
+    }
+
+    /// Whether each key's windows start at an offset of its own (see
+    /// [`jittered`](Self::jittered)); off by default.
+    pub const fn is_jittered(&self) -> bool {
+        self.jittered
+    }
+
     pub(super) fn to_spec(self) -> Spec {
         Spec::FixedWindow {
             limit: self.limit,
             window_ms: self.window_ms,
+            jittered: self.jittered,
         }
     }
 }
@@ -179,6 +224,7 @@ impl SlidingLog {
 pub struct SlidingWindow {
     limit: u64,
     window_ms: u64,
+    jittered: bool,
 }
 
 impl SlidingWindow {
@@ -206,7 +252,11 @@ impl SlidingWindow {
 
     const fn checked(limit: u64, window: Duration) -> Result<Self, Invalid> {
         let (limit, window_ms) = tri!(check::per_window(limit, window));
-        Ok(Self { limit, window_ms })
+        Ok(Self {
+            limit,
+            window_ms,
+            jittered: false,
+        })
     }
 
     /// The limit as it reads on the wire (`RateLimit-Policy`): `limit`
@@ -215,10 +265,40 @@ impl SlidingWindow {
         self.to_spec().quota()
     }
 
+    /// The same limit with jittered windows: each key's fixed windows
+    /// (whose counts the estimate weighs) start at its own offset in
+    /// `[0, window)`, so that the keys of one limit do not all turn over at
+    /// the same instant. As [`FixedWindow::jittered`], which says how the
+    /// offset is computed; the estimate then runs on the shifted windows,
+    /// and `reset_after`, `Retry-After` and the `RateLimit` fields are
+    /// theirs.
+    ///
+    /// ```
+    /// use floodgate::algorithm::SlidingWindow;
+    /// use std::time::Duration;
+    /// let api = SlidingWindow::new(100, Duration::from_secs(60)).jittered();
+    /// assert!(api.is_jittered());
+    /// assert_ne!(api, SlidingWindow::new(100, Duration::from_secs(60)));
+    /// ```
+    #[must_use]
+    pub const fn jittered(self) -> Self {
+        Self {
+            jittered: true,
+            ..self
+        }
+    }
+
+    /// Whether each key's windows start at an offset of its own (see
+    /// [`jittered`](Self::jittered)); off by default.
+    pub const fn is_jittered(&self) -> bool {
+        self.jittered
+    }
+
     pub(super) fn to_spec(self) -> Spec {
         Spec::SlidingWindow {
             limit: self.limit,
             window_ms: self.window_ms,
+            jittered: self.jittered,
         }
     }
 }

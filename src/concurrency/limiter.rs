@@ -177,7 +177,8 @@ impl ConcurrencyLimiter {
             key,
             id,
             decision,
-            released: decision.reason() == Reason::FailOpen,
+            // Nothing was taken in the store to give back.
+            released: matches!(decision.reason(), Reason::FailOpen | Reason::Exempt),
         })
     }
 
@@ -329,6 +330,15 @@ impl ConcurrencyLimiterBuilder {
         self
     }
 
+    /// Keys never limited and keys always refused
+    /// ([`Exemptions`](crate::Exemptions)), as for a rate limiter
+    /// ([`LimiterBuilder::exemptions`](crate::LimiterBuilder::exemptions)):
+    /// an exempt key holds no slot, a blocked one gets none.
+    pub fn exemptions(mut self, exemptions: crate::Exemptions) -> Self {
+        self.settings.exemptions = Some(exemptions);
+        self
+    }
+
     /// Check the configuration and build the limiter; an error names the
     /// field that is wrong.
     ///
@@ -346,7 +356,7 @@ impl ConcurrencyLimiterBuilder {
             max: self.max,
             lease_ms,
         };
-        let plan = core.plan(vec![(None, spec)]);
+        let plan = core.plan(vec![(None, spec)], 0);
         Ok(ConcurrencyLimiter {
             inner: Arc::new(Inner {
                 core: Arc::new(core),

@@ -22,28 +22,45 @@ pub(crate) fn read<'de, D: Deserializer<'de>>(
     d: D,
     want: Option<Kind>,
 ) -> Result<AnyAlgorithm, D::Error> {
-    d.deserialize_any(LimitVisitor { want })
+    let (algorithm, _) = d.deserialize_any(LimitVisitor {
+        want,
+        shadow: false,
+    })?;
+    Ok(algorithm)
+}
+
+/// Read one limit of a `Limits`: either form, the table with an optional
+/// `shadow = true`. Returns the limit and whether it is in shadow mode.
+pub(crate) fn read_in_limits<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<(AnyAlgorithm, bool), D::Error> {
+    d.deserialize_any(LimitVisitor {
+        want: None,
+        shadow: true,
+    })
 }
 
 struct LimitVisitor {
     want: Option<Kind>,
+    /// A limit of `Limits`: its table may say `shadow = true`.
+    shadow: bool,
 }
 
 impl<'de> Visitor<'de> for LimitVisitor {
-    type Value = AnyAlgorithm;
+    type Value = (AnyAlgorithm, bool);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(rate::EXPECTED)
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<AnyAlgorithm, E> {
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
         let rate = rate::parse(v).map_err(E::custom)?;
-        from_rate(rate, self.want).map_err(refused)
+        Ok((from_rate(rate, self.want).map_err(refused)?, false))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AnyAlgorithm, A::Error> {
-        let f = Fields::read(map, self.want)?;
-        from_fields(&f, self.want)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let f = Fields::read(map, self.want, self.shadow)?;
+        Ok((from_fields(&f, self.want)?, f.shadow == Some(true)))
     }
 }
 
@@ -90,25 +107,26 @@ fn from_rate(r: Rate, want: Option<Kind>) -> Result<AnyAlgorithm, ConfigError> {
     })
 }
 
-/// The algorithm a table says, through its constructor.
-///
-/// The jitter branch's `jitter = true` (fixed and sliding windows) is read
-/// into `Fields` and applied here, as `.jittered()` on the window built.
+/// The algorithm a table says, through its constructor (`jitter = true`:
+/// `.jittered()` on a fixed or sliding window).
 fn from_fields<E: de::Error>(f: &Fields, want: Option<Kind>) -> Result<AnyAlgorithm, E> {
     let kind = f.kind(want)?;
     let limit = || required(f.limit, "limit");
     let window = || required(f.window, "window");
     let capacity = || required(f.capacity, "capacity");
+    let jitter = f.jitter == Some(true);
     Ok(match kind {
-        Kind::FixedWindow => FixedWindow::try_new(limit()?, window()?)
-            .map_err(refused)?
-            .into(),
+        Kind::FixedWindow => {
+            let w = FixedWindow::try_new(limit()?, window()?).map_err(refused)?;
+            if jitter { w.jittered() } else { w }.into()
+        }
         Kind::SlidingLog => SlidingLog::try_new(limit()?, window()?)
             .map_err(refused)?
             .into(),
-        Kind::SlidingWindow => SlidingWindow::try_new(limit()?, window()?)
-            .map_err(refused)?
-            .into(),
+        Kind::SlidingWindow => {
+            let w = SlidingWindow::try_new(limit()?, window()?).map_err(refused)?;
+            if jitter { w.jittered() } else { w }.into()
+        }
         Kind::TokenBucket => {
             TokenBucket::try_new(capacity()?, required(f.refill_per_sec, "refill_per_sec")?)
                 .map_err(refused)?
@@ -131,18 +149,41 @@ fn from_fields<E: de::Error>(f: &Fields, want: Option<Kind>) -> Result<AnyAlgori
 
 /// Write `spec` as the table of its algorithm, which reads back the same.
 pub(crate) fn write<S: Serializer>(spec: Spec, s: S) -> Result<S::Ok, S::Error> {
+    write_limit(spec, false, s)
+}
+
+/// [`write`], with `shadow = true` for a limit of `Limits` in shadow mode.
+pub(crate) fn write_limit<S: Serializer>(
+    spec: Spec,
+    shadow: bool,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     let ms = |n: u64| Human(Duration::from_millis(n));
     let mut m = s.serialize_map(None)?;
     match spec {
-        Spec::FixedWindow { limit, window_ms }
-        | Spec::SlidingLog { limit, window_ms }
-        | Spec::SlidingWindow { limit, window_ms } => {
+        Spec::FixedWindow {
+            limit,
+            window_ms,
+            jittered,
+        }
+        | Spec::SlidingWindow {
+            limit,
+            window_ms,
+            jittered,
+        } => {
             let kind = match spec {
                 Spec::FixedWindow { .. } => Kind::FixedWindow,
-                Spec::SlidingLog { .. } => Kind::SlidingLog,
                 _ => Kind::SlidingWindow,
             };
             m.serialize_entry("algorithm", &kind)?;
+            m.serialize_entry("limit", &limit)?;
+            m.serialize_entry("window", &ms(window_ms))?;
+            if jittered {
+                m.serialize_entry("jitter", &true)?;
+            }
+        }
+        Spec::SlidingLog { limit, window_ms } => {
+            m.serialize_entry("algorithm", &Kind::SlidingLog)?;
             m.serialize_entry("limit", &limit)?;
             m.serialize_entry("window", &ms(window_ms))?;
         }
@@ -172,6 +213,9 @@ pub(crate) fn write<S: Serializer>(spec: Spec, s: S) -> Result<S::Ok, S::Error> 
                 "a concurrency limit is not an algorithm of `floodgate::algorithm`",
             ))
         }
+    }
+    if shadow {
+        m.serialize_entry("shadow", &true)?;
     }
     m.end()
 }

@@ -23,6 +23,7 @@ const ALL: &[&str] = &[
     "capacity",
     "refill_per_sec",
     "leak_per_sec",
+    "jitter",
 ];
 
 /// The fields of one table, each checked alone.
@@ -36,22 +37,30 @@ pub(crate) struct Fields {
     pub(crate) capacity: Option<u64>,
     pub(crate) refill_per_sec: Option<f64>,
     pub(crate) leak_per_sec: Option<f64>,
-    // `jitter` (a bool, fixed and sliding windows only): the option of
-    // `FixedWindow::jittered` / `SlidingWindow::jittered`, from the jitter
-    // branch; read here and passed on in `algorithms.rs` at the merge.
+    /// Fixed and sliding windows: `jittered()` when true.
+    pub(crate) jitter: Option<bool>,
+    /// A limit of `Limits` only: in shadow mode when true.
+    pub(crate) shadow: Option<bool>,
 }
 
 impl Fields {
     /// Read a table's fields; `want` is the algorithm the caller expects
     /// (`None`: whichever the table names). A field that `want` does not
     /// have is refused at once, listing the ones it has.
+    /// `shadow`: whether the table is a limit of `Limits`, which may
+    /// say `shadow = true`.
     pub(crate) fn read<'de, A: MapAccess<'de>>(
         mut map: A,
         want: Option<Kind>,
+        shadow: bool,
     ) -> Result<Self, A::Error> {
         let expected = want.map_or(ALL, Kind::fields);
         let mut f = Fields::default();
         while let Some(key) = map.next_key::<String>()? {
+            if shadow && key == "shadow" {
+                once(&mut f.shadow, "shadow", map.next_value()?)?;
+                continue;
+            }
             if !expected.contains(&key.as_str()) {
                 return Err(de::Error::unknown_field(&key, expected));
             }
@@ -92,6 +101,7 @@ impl Fields {
                     "leak_per_sec",
                     map.next_value_seed(Rate(check::LEAK_PER_SEC))?,
                 )?,
+                "jitter" => once(&mut f.jitter, "jitter", map.next_value()?)?,
                 _ => {
                     return Err(de::Error::unknown_field(&key, expected));
                 }
@@ -116,6 +126,7 @@ impl Fields {
             ("capacity", self.capacity.is_some()),
             ("refill_per_sec", self.refill_per_sec.is_some()),
             ("leak_per_sec", self.leak_per_sec.is_some()),
+            ("jitter", self.jitter.is_some()),
         ];
         for (field, is_given) in given {
             if is_given && !kind.fields().contains(&field) {

@@ -1,7 +1,7 @@
 //! `Deserialize` and `Serialize` for [`Limits`]: a table of limits by name,
 //! each in either form of an [`AnyAlgorithm`].
 
-use super::algorithms::write;
+use super::algorithms::{read_in_limits, write_limit};
 use super::fields::refused;
 use crate::algorithm::sealed::Sealed;
 use crate::algorithm::{AnyAlgorithm, Limits, Spec};
@@ -32,14 +32,17 @@ impl<'de> Visitor<'de> for LimitsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Limits, A::Error> {
         let mut limits: Option<Limits> = None;
         while let Some(name) = map.next_key::<String>()? {
-            let algorithm: AnyAlgorithm = map.next_value()?;
-            limits = Some(
-                match limits {
-                    None => Limits::try_new(&name, algorithm),
-                    Some(limits) => limits.try_with(&name, algorithm),
-                }
-                .map_err(refused::<A::Error>)?,
-            );
+            let Entry(algorithm, shadow) = map.next_value()?;
+            let added = match limits {
+                None => Limits::try_new(&name, algorithm),
+                Some(limits) => limits.try_with(&name, algorithm),
+            };
+            let added = if shadow {
+                added.and_then(|l| l.shadow(&name))
+            } else {
+                added
+            };
+            limits = Some(added.map_err(refused::<A::Error>)?);
         }
         limits.ok_or_else(|| {
             refused(ConfigError::new(
@@ -50,22 +53,36 @@ impl<'de> Visitor<'de> for LimitsVisitor {
     }
 }
 
+/// One limit of a `Limits` read: the limit, and whether its table said
+/// `shadow = true`.
+struct Entry(AnyAlgorithm, bool);
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (algorithm, shadow) = read_in_limits(d)?;
+        Ok(Entry(algorithm, shadow))
+    }
+}
+
 impl Serialize for Limits {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let parts = self.parts();
         let mut m = s.serialize_map(Some(parts.len()))?;
         for (name, spec) in parts {
-            m.serialize_entry(name.as_deref().unwrap_or_default(), &Table(spec))?;
+            let name = name.as_deref().unwrap_or_default();
+            let shadow = self.is_shadowed(name);
+            m.serialize_entry(name, &Table(spec, shadow))?;
         }
         m.end()
     }
 }
 
-/// One limit of a `Limits`, written as its algorithm's table.
-struct Table(Spec);
+/// One limit of a `Limits`, written as its algorithm's table (with
+/// `shadow = true` in shadow mode).
+struct Table(Spec, bool);
 
 impl Serialize for Table {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        write(self.0, s)
+        write_limit(self.0, self.1, s)
     }
 }

@@ -30,7 +30,8 @@
 //!
 //! | `algorithm` | fields |
 //! |---|---|
-//! | `"fixed_window"`, `"sliding_log"`, `"sliding_window"` | `limit`, `window` |
+//! | `"fixed_window"`, `"sliding_window"` | `limit`, `window`, `jitter` (optional: `false`; `true` is [`FixedWindow::jittered`](crate::algorithm::FixedWindow::jittered)) |
+//! | `"sliding_log"` | `limit`, `window` |
 //! | `"token_bucket"` | `capacity`, `refill_per_sec` |
 //! | `"leaky_bucket"` | `capacity`, `leak_per_sec` |
 //! | `"gcra"` | `limit`, `period`, `burst` (optional: `limit`) |

@@ -49,11 +49,8 @@ impl Kind {
     /// parameters (`algorithm` first).
     pub(crate) fn fields(self) -> &'static [&'static str] {
         match self {
-            // The jitter branch adds "jitter" to the two windows that take
-            // it (fixed and sliding window), read in `fields.rs`.
-            Kind::FixedWindow | Kind::SlidingLog | Kind::SlidingWindow => {
-                &["algorithm", "limit", "window"]
-            }
+            Kind::FixedWindow | Kind::SlidingWindow => &["algorithm", "limit", "window", "jitter"],
+            Kind::SlidingLog => &["algorithm", "limit", "window"],
             Kind::TokenBucket => &["algorithm", "capacity", "refill_per_sec"],
             Kind::LeakyBucket => &["algorithm", "capacity", "leak_per_sec"],
             Kind::Gcra => &["algorithm", "limit", "period", "burst"],

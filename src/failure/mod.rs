@@ -196,7 +196,11 @@ mod tests {
     #[test]
     fn kinds_of_store_errors() {
         assert_eq!(
-            FailureKind::of(&StoreError::timeout()),
+            FailureKind::of(&StoreError::timeout(
+                "redis",
+                "a check",
+                Duration::from_millis(5)
+            )),
             FailureKind::Store(StoreErrorKind::Timeout)
         );
         let reset =

@@ -111,7 +111,8 @@
 //!   matter: **[`FixedWindow`]**, the cheapest. Never for security limits:
 //!   an attacker who times bursts to the boundary gets twice the attempts.
 //!   Its windows are aligned to the Unix epoch (UTC), not to each client's
-//!   first request, so every client's window ends at the same moment.
+//!   first request, so every client's window ends at the same moment,
+//!   unless [jittered](#windows-without-a-herd-at-reset).
 //! - **Bursty clients that should be allowed a page load's worth at once**:
 //!   **[`TokenBucket`]** (or [`Gcra`]: the same admissions and the same
 //!   state, configured as a rate per period and a burst). Choose the
@@ -123,6 +124,55 @@
 //!   sleeps before calling your service). Queued requests cost your users
 //!   latency and hold a connection while they wait, so for APIs a prompt
 //!   rejection is usually better.
+//!
+//! # Windows without a herd at reset
+//!
+//! A window's boundaries are the same for every client: aligned to the
+//! Unix epoch, every key of a limit resets at the same instant. Clients
+//! that were denied and wait their `Retry-After`, as well-behaved clients
+//! do, then all come back at that instant: a herd, one spike on your
+//! service and on Redis at every boundary. `.jittered()`, on
+//! [`FixedWindow`] and [`SlidingWindow`], cures it: each key's windows
+//! start at an offset of its own in `[0, window)`, taken from the key
+//! (XXH3-64 of its bytes modulo the window, the same on every server, in
+//! memory and on Redis, across restarts and releases), so the resets of
+//! many keys spread evenly over the window. Each client still gets its
+//! limit per window, and `reset_after`, `Retry-After` and the `RateLimit`
+//! fields tell it its own reset. Turning the option on or off starts every
+//! key afresh (a jittered limit keeps its state under a name of its own).
+//! Keep a limit aligned when its window is a promise to users ("10 000 per
+//! UTC day"). In `tests/jitter.rs` (1 000 clients at 10 a minute, each
+//! sending until denied, then waiting its `Retry-After`, on Redis and in
+//! memory), the busiest 100 ms after the start admits 10 000 requests with
+//! aligned fixed windows and 70 with jittered ones (1 000 and 26 with
+//! sliding windows), out of about the same total in the two minutes after.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use floodgate::algorithm::FixedWindow;
+//! use floodgate::clock::ManualClock;
+//! use floodgate::{store::MemoryStore, Limiter};
+//! use std::time::Duration;
+//!
+//! let hourly = FixedWindow::new(100, Duration::from_secs(3_600));
+//! let clock = ManualClock::new(1_800_000_000_000 + 1_234_567);
+//! for alg in [hourly, hourly.jittered()] {
+//!     let limiter = Limiter::builder(MemoryStore::new(), alg).clock(clock.clone()).build()?;
+//!     // 1 000 clients spend their hour's quota now, and come back at their reset.
+//!     let mut back_per_minute = vec![0; 61];
+//!     for c in 0..1_000 {
+//!         let d = limiter.check(&format!("client-{c}"), 100).await?;
+//!         back_per_minute[d.reset_after().as_secs() as usize / 60] += 1;
+//!     }
+//!     let busiest = *back_per_minute.iter().max().unwrap();
+//!     if alg.is_jittered() {
+//!         assert!(busiest < 50); // about 17 a minute, every minute of the hour
+//!     } else {
+//!         assert_eq!(busiest, 1_000); // the herd: all in the same minute
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
 //!
 //! # Choosing the numbers
 //!

@@ -20,7 +20,9 @@
 //! by an algorithm's name (`"sliding_window 100/min"`), or a table of the
 //! algorithm's name and its constructor's parameters
 //! (`{ algorithm = "token_bucket", capacity = 20, refill_per_sec = 10 }`);
-//! durations are `"250ms"`, `"2s"`, `"1h30m"`.
+//! durations are `"250ms"`, `"2s"`, `"1h30m"`. A fixed or sliding window's
+//! table takes `jitter = true` for windows that start at an offset of each
+//! key's own ([`FixedWindow::jittered`](crate::algorithm::FixedWindow::jittered)).
 //!
 //! # A service's file
 //!
@@ -36,7 +38,7 @@
 //!
 //! [api.limits]
 //! second = "20/s burst 40"
-//! day = { algorithm = "fixed_window", limit = 100000, window = "1d" }
+//! day = { algorithm = "fixed_window", limit = 100000, window = "1d", jitter = true }
 //!
 //! [login]
 //! on_store_failure = "fail_closed"

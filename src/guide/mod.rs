@@ -19,6 +19,7 @@
 //! | what a request costs | 1 | [`costs`] |
 //! | several limits, tiers, counting by the response, in-flight limits | one limit | [`several_limits`] |
 //! | changing the limits while the service runs (a reloaded file), keeping what clients used | limits fixed at build | [`changing_limits`] |
+//! | keys never limited or always refused, a limit tried in shadow mode, limits about to bite | none | [`exemptions`] |
 //! | what happens when Redis is slow or down | fail open after 100 ms | [`failures`] |
 //! | which URL for your managed Redis, TLS, Sentinel, the ACL, the eviction policy, what to monitor | - | [`deploying`] |
 //! | one key hammered by the whole fleet, or more decisions than one call each | many decisions per call; no allotments | [`hot_keys`] |
@@ -183,6 +184,7 @@ pub mod choosing_an_algorithm;
 pub mod configuration;
 pub mod costs;
 pub mod deploying;
+pub mod exemptions;
 pub mod failures;
 pub mod headers_and_clients;
 pub mod hot_keys;
@@ -191,9 +193,3 @@ pub mod metrics_and_tracing;
 pub mod redis_and_cluster;
 pub mod several_limits;
 pub mod testing;
-
-/// The README's Rust blocks, compiled and run as doctests so that it stays
-/// true.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

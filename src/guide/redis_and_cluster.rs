@@ -92,6 +92,7 @@
 //! floodgate:api:sw:{203.0.113.9}
 //! floodgate:plan/day:fw:{user:7}         (one limit of a Limits named "day")
 //! floodgate:uploads:cc:{ana}             (a concurrency limiter's leases)
+//! floodgate:hourly:fwj:{ana}             (a jittered fixed window: swj for a sliding one)
 //! ```
 //!
 //! The prefix ([`LimiterBuilder::prefix`](crate::LimiterBuilder::prefix),

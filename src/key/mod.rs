@@ -79,7 +79,7 @@ mod fn_key;
 mod forwarded;
 mod global;
 mod header;
-mod ip;
+pub(crate) mod ip;
 mod peer;
 mod view;
 

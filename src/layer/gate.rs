@@ -40,14 +40,18 @@ impl RateResponder {
                 .zip(plan.targets.get(i))
                 .map(|(name, t)| (&**name, t.spec.quota())),
         };
+        // Limits in shadow mode are not reported: they limit no client.
+        let mask = decided.shadow_mask();
         // One limit, the common case: its report on the stack.
-        if let ([d], Some((name, quota))) = (&each[..], limit(0)) {
+        if let ([d], Some((name, quota)), 0) = (&each[..], limit(0), mask) {
             return f(&[LimitReport::new(name, quota, d)]);
         }
         let reports: SmallVec<[LimitReport<'_>; 4]> = each
             .iter()
             .enumerate()
-            .map_while(|(i, d)| limit(i).map(|(name, quota)| LimitReport::new(name, quota, d)))
+            .map_while(|(i, d)| limit(i).map(|(name, quota)| (i, LimitReport::new(name, quota, d))))
+            .filter(|(i, _)| *i >= 16 || mask & (1 << i) == 0)
+            .map(|(_, report)| report)
             .collect();
         f(&reports)
     }
@@ -131,14 +135,18 @@ impl RateResponder {
             Verdict::Serve(decided, d) => (decided, d),
             Verdict::Refuse(response) => return Next::Reject(response),
         };
-        // Shadow mode charged nothing to give back for a denial.
-        let settle = settle.filter(|_| d.allowed());
+        // Shadow mode charged nothing to give back for a denial, nor an
+        // exemption for an exempt key.
+        let exempt = d.reason() == Reason::Exempt;
+        let settle = settle.filter(|_| d.allowed() && !exempt);
         let trial = settle
             .as_ref()
             .filter(|s| s.charges_late())
             .map(|s| s.charge.cost);
         let plan = plan.as_deref();
         let fields = match trial {
+            // An exempt request is not limited: no rate-limit fields.
+            None if exempt => Fields::Fixed(Prepared::default()),
             None => Fields::Fixed(self.fields(own, plan, &decided, &d)),
             Some(cost) => {
                 let uncharged = decided.map_each(|d| {
@@ -206,7 +214,11 @@ impl RateResponder {
             SystemTime::UNIX_EPOCH
         };
         let is_own = plan.is_none();
-        let policy = own.policy_field.as_ref().filter(|_| is_own);
+        // The kept policy lists every limit, those in shadow mode too.
+        let policy = own
+            .policy_field
+            .as_ref()
+            .filter(|_| is_own && decided.shadow_mask() == 0);
         let values = own.limit_values.as_deref().filter(|_| is_own);
         Self::with_reports(own, plan, decided, |reports| {
             write_with_policy(style, reports, at, &mut fields, policy, values);
@@ -254,8 +266,8 @@ enum Verdict {
 
 /// The decision of a request the layer serves, or the layer's answer to one
 /// it refuses: 503 when the decision could not be made or the failure
-/// policy denies, `limited` (429) when a limit denies, unless in shadow
-/// mode.
+/// policy denies, 403 for a key on the deny list, `limited` (429) when a
+/// limit denies, unless in shadow mode.
 fn verdict(
     responder: &Responder,
     result: Result<Outcome, Error>,
@@ -285,6 +297,7 @@ fn verdict(
             };
             responder.reject(kind, headers)
         }
+        Reason::Blocked => responder.reject(RejectionKind::Blocked, headers),
         _ => limited(&decided),
     })
 }

@@ -27,6 +27,9 @@ pub enum RejectionKind<'a> {
         /// When to try again, if known.
         retry_after: Option<Duration>,
     },
+    /// The request's key is on the deny list of the limiter's
+    /// [`Exemptions`](crate::Exemptions).
+    Blocked,
 }
 
 /// A rejection about to be sent: what happened, and how the default answer
@@ -48,9 +51,10 @@ pub struct Rejection<'a> {
 }
 
 impl Rejection<'_> {
-    /// The answer floodgate gives by default: 429 / 400 / 503 with an RFC
-    /// 9457 problem+json body for HTTP, a trailers-only `RESOURCE_EXHAUSTED` /
-    /// `INVALID_ARGUMENT` / `UNAVAILABLE` status for gRPC.
+    /// The answer floodgate gives by default: 429 / 400 / 503 / 403 with an
+    /// RFC 9457 problem+json body for HTTP, a trailers-only
+    /// `RESOURCE_EXHAUSTED` / `INVALID_ARGUMENT` / `UNAVAILABLE` /
+    /// `PERMISSION_DENIED` status for gRPC.
     pub fn default_response(&self) -> Response<Bytes> {
         #[cfg(feature = "grpc")]
         if self.grpc {
@@ -62,6 +66,7 @@ impl Rejection<'_> {
                 RejectionKind::Unavailable { retry_after } => {
                     response::grpc_unavailable(retry_after)
                 }
+                RejectionKind::Blocked => response::grpc_permission_denied(),
             };
         }
         match self.kind {
@@ -72,6 +77,7 @@ impl Rejection<'_> {
             RejectionKind::Unavailable { retry_after } => {
                 response::service_unavailable(retry_after)
             }
+            RejectionKind::Blocked => response::forbidden(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! methods, written out on each.
 
 use super::core::Core;
+use super::exemptions::Exemptions;
 use super::hot_keys::HotKeys;
 use super::Limiter;
 use crate::algorithm::Algorithm;
@@ -32,6 +33,7 @@ pub(crate) struct Settings {
     pub(crate) policy: FailurePolicy,
     pub(crate) breaker: CircuitBreaker,
     pub(crate) hook: Option<FailureHook>,
+    pub(crate) exemptions: Option<Exemptions>,
 }
 
 impl Settings {
@@ -47,6 +49,7 @@ impl Settings {
             policy: FailurePolicy::default(),
             breaker: CircuitBreaker::default(),
             hook: None,
+            exemptions: None,
         }
     }
 
@@ -87,6 +90,7 @@ impl Settings {
             deny_cache,
             hot_keys: None,
             wait: self.timeout,
+            exemptions: self.exemptions,
         }
     }
 }
@@ -227,14 +231,23 @@ impl<A: Algorithm> LimiterBuilder<A> {
         self
     }
 
+    /// Keys never limited and keys always refused ([`Exemptions`]): checked
+    /// first, on every entry, before the deny cache and the store. Keep a
+    /// clone of the handle to change the lists at run time; one handle may
+    /// serve several limiters.
+    pub fn exemptions(mut self, exemptions: Exemptions) -> Self {
+        self.settings.exemptions = Some(exemptions);
+        self
+    }
+
     /// Check the configuration and build the limiter; an error names the
     /// field that is wrong.
     ///
     /// # Errors
     /// A [`ConfigError`] naming the field: `prefix`, `name`, `timeout`,
     /// `on_store_failure` (a fallback that is not a rate limiter) or
-    /// `hot_keys` (a sliding log or leaky bucket, a zero setting, or a
-    /// limit too small to share).
+    /// `hot_keys` (a limit in shadow mode, a sliding log or leaky bucket,
+    /// a zero setting, or a limit too small to share).
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
         let mut core = self.settings.core(FallbackKind::Rate, self.deny_cache)?;
         core.hot_keys = self.hot_keys;

@@ -81,7 +81,8 @@ impl<A: Algorithm> Limiter<A> {
     /// The [`ConfigError`] [`build`](crate::LimiterBuilder::build) would
     /// give for these limits, naming the field: with
     /// [hot keys](crate::LimiterBuilder::hot_keys), `hot_keys` for a
-    /// sliding log or leaky bucket, or a limit too small to share. The
+    /// limit in shadow mode, a sliding log or leaky bucket, or a limit too
+    /// small to share. The
     /// limits then stay as they were. (The numbers themselves were checked
     /// when `algorithm` was made: `try_new` and the other `try_` methods.)
     pub fn set_algorithm(&self, algorithm: A) -> Result<(), ConfigError> {

@@ -3,7 +3,8 @@
 //! a concurrency limiter's `acquire`, `peek` and releases) comes here:
 //!
 //! plan (limits → store targets; the limiter's own as the call read them,
-//! once, as it started: `own.rs`) → deny cache → hot key's allotment
+//! once, as it started: `own.rs`; exemptions: a listed key is answered
+//! here) → deny cache → hot key's allotment
 //! (`allotments/`, with `HotKeys`) → store → guard (timeout, breaker,
 //! failure policy) → combine → deny cache → metrics.
 //!
@@ -12,24 +13,21 @@
 //! fail). Any other store answers with a future, which the guard bounds.
 
 use super::deny_cache::DenyCache;
+use super::exemptions::Exemptions;
 use super::hot_keys::HotKeys;
 use super::outcome::Outcome;
 use super::outcome::{AsOutcome, Finish};
 use super::own::Local;
 use super::plan::Plan;
-use crate::algorithm::{Reply, Spec};
+use crate::algorithm::Reply;
 use crate::clock::Clock;
-use crate::failure::{Call, Guard};
+use crate::failure::Guard;
 use crate::metrics::Metrics;
 use crate::pending::Pending;
-use crate::store::{Answer, Batch, Mode, Store, StoreFuture};
-use smallvec::SmallVec;
-use smol_str::SmolStr;
-use std::future::Future;
+use crate::store::{Answer, Batch, Mode, Store};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::Instrument;
 
 /// A limiter apart from its limits: shared by its clones and decisions.
 pub(crate) struct Core {
@@ -40,13 +38,15 @@ pub(crate) struct Core {
     pub(crate) guard: Guard,
     pub(crate) metrics: Metrics,
     /// How many denials each set of the limiter's own limits remembers
-    /// (`Own::deny_cache`), if it has a deny cache.
+    /// (`Local::deny_cache`), if it has a deny cache.
     pub(crate) deny_cache: Option<NonZeroUsize>,
-    /// Hot keys decided from allotments (`Own::allotments`), for the own
+    /// Hot keys decided from allotments (`Local::allotments`), for the own
     /// limits.
     pub(crate) hot_keys: Option<HotKeys>,
     /// The timeout: how long a request waits for a hot key's slice.
     pub(crate) wait: Duration,
+    /// Keys never limited and keys always refused, when given.
+    pub(crate) exemptions: Option<Exemptions>,
 }
 
 /// One call of the path.
@@ -101,6 +101,25 @@ impl Core {
     ) -> Pending<F::Output> {
         // Any cost above every maximum is denied alike; this bounds the numbers.
         let cost = ask.cost.min(ask.plan.cost_cap);
+        // Exemptions given and not empty: one atomic load when they are
+        // empty. A refund or a release gives back what was charged before
+        // the key was listed: it always reaches the store.
+        if let Some(lists) = &self.exemptions {
+            if lists.is_active() && ask.mode != Mode::Refund {
+                return self.screened(lists, ask, cost, finish);
+            }
+        }
+        self.unlisted(ask, cost, finish)
+    }
+
+    /// Decide `ask` for a key on no list.
+    #[inline(always)]
+    pub(super) fn unlisted<F: Finish>(
+        self: &Arc<Self>,
+        ask: Ask<'_>,
+        cost: u64,
+        finish: F,
+    ) -> Pending<F::Output> {
         if let Some(local) = ask.local {
             if let (Some(table), Mode::Check) = (&local.allotments, ask.mode) {
                 return self.allotted(table, &ask, cost, finish);
@@ -195,7 +214,12 @@ impl Core {
         span: Option<&tracing::Span>,
     ) -> Pending<F::Output> {
         match self.store.decide(batch) {
-            Answer::One(ref reply) => self.ready_one(ask, batch, asked, reply, finish),
+            Answer::One(ref reply) if ask.plan.shadowed == 0 => {
+                self.ready_one(ask, batch, asked, reply, finish)
+            }
+            Answer::One(ref reply) => {
+                self.ready(ask, batch, asked, std::slice::from_ref(reply), finish)
+            }
             Answer::PerTarget(ref replies) => self.ready(ask, batch, asked, replies, finish),
             Answer::Later(store) => self.later(store, span.cloned(), ask, batch, asked, finish),
         }
@@ -216,10 +240,13 @@ impl Core {
         finish: F,
     ) -> Pending<F::Output> {
         if asked.is_some() {
-            return self.ready(ask, batch, asked, std::slice::from_ref(reply), finish);
+            let one = std::slice::from_ref(reply);
+            let outcome = Outcome::replied(one);
+            return self.ready_outcome(ask, batch, asked, outcome, None, finish);
         }
         if ask.counted {
-            self.metrics.decided(reply.reason, false);
+            self.metrics
+                .decided_reply(reply.reason, reply.is_near_limit());
         }
         Pending::ready(Ok(finish.finish_reply(reply)))
     }
@@ -234,64 +261,34 @@ impl Core {
         replies: &[Reply],
         finish: F,
     ) -> Pending<F::Output> {
-        let Some(outcome) = Outcome::replied(replies) else {
-            return Pending::ready(Err(super::outcome::none()));
-        };
-        let cache = asked.and(ask.local).and_then(|l| l.deny_cache.as_ref());
-        self.record(
-            batch.mode,
-            ask.counted,
-            batch.key,
-            batch.cost,
-            cache,
-            asked,
-            &outcome,
-        );
-        Pending::ready(Ok(finish.finish(outcome)))
+        let outcome = Outcome::replied(replies);
+        let shadow = Some(ask.plan).filter(|p| p.shadowed != 0);
+        self.ready_outcome(ask, batch, asked, outcome, shadow, finish)
     }
 
-    /// A decision under way: the store's future inside the guard (and
-    /// `span`, if any), owning what the failure policy needs.
-    #[inline(never)]
-    fn later<F: Finish>(
-        self: &Arc<Self>,
-        store: StoreFuture,
-        span: Option<tracing::Span>,
+    /// [`ready`](Self::ready) of the replies read (`shadow`: the plan, when
+    /// it has limits in shadow mode).
+    #[inline(always)]
+    fn ready_outcome<F: Finish>(
+        &self,
         ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
+        outcome: Option<Outcome>,
+        shadow: Option<&Plan>,
         finish: F,
     ) -> Pending<F::Output> {
-        let counted = ask.counted;
-        let specs: SmallVec<[Spec; 1]> = batch.targets.iter().map(|t| t.spec).collect();
-        // Inline up to 23 bytes: a usual key costs no allocation.
-        let (key, lease) = (SmolStr::new(batch.key), SmolStr::new(batch.lease));
-        // The failure policy answers for the request's cost, not a slice.
-        let (mode, cost, core) = (batch.mode, batch.cost - ask.slice, self.clone());
-        // The deny cache of the limits this decision started with, if asked.
-        let local = asked
-            .and(ask.local)
-            .filter(|o| o.deny_cache.is_some())
-            .cloned();
-        let decision = async move {
-            let started = crate::clock::ticks();
-            let call = Call {
-                limiter: &core.name,
-                specs: &specs,
-                key: &key,
-                cost,
-                mode,
-                lease: &lease,
-            };
-            let each = core.guard.call(store, &call).await;
-            core.metrics
-                .timed(crate::clock::ticks().saturating_duration_since(started));
-            let outcome = Outcome::of(each?)?;
-            let cache = local.as_ref().and_then(|l| l.deny_cache.as_ref());
-            core.record(mode, counted, &key, cost, cache, asked, &outcome);
-            Ok(finish.finish(outcome))
+        let Some(mut outcome) = outcome else {
+            return Pending::ready(Err(super::outcome::none()));
         };
-        Pending::later(boxed(decision, span))
+        let counted = ask.counted;
+        if let Some(plan) = shadow {
+            outcome = self.shadowed(outcome, plan.shadowed, counted.then_some(&plan.names[..]));
+        }
+        let cache = asked.and(ask.local).and_then(|l| l.deny_cache.as_ref());
+        let (mode, key, cost) = (batch.mode, batch.key, batch.cost);
+        self.record(mode, counted, key, cost, cache, asked, &outcome);
+        Pending::ready(Ok(finish.finish(outcome)))
     }
 
     /// What follows a decision: metrics, and the deny cache of the limits
@@ -313,11 +310,14 @@ impl Core {
         }
         let (reason, degraded) = d.outcome();
         self.metrics.decided(reason, degraded);
+        if reason.admits() && d.near_limit() {
+            self.metrics.near_limit();
+        }
         if mode != Mode::Check {
             return;
         }
         if let (Some(cache), Some(asked)) = (cache, asked) {
-            remember(cache, key, cost, asked, d);
+            cache.learn(key, cost, asked, d);
         }
     }
 
@@ -326,32 +326,6 @@ impl Core {
     pub(super) fn local_now(&self) -> u64 {
         self.now()
             .unwrap_or_else(|| crate::clock::MonotonicClock.now_ms())
-    }
-}
-
-/// What the deny cache learns from a decision of the limiter's own limits
-/// asked at `asked`: a denial to remember, or an admission that makes what
-/// it remembers of the key stale.
-#[inline(never)]
-fn remember(cache: &DenyCache, key: &str, cost: u64, asked: u64, d: &Outcome) {
-    let overall = d.overall();
-    if overall.allowed() {
-        cache.forget(key);
-    } else {
-        cache.put(key, cost, asked, d, &overall);
-    }
-}
-
-/// A decision under way, boxed: it owns the store's future and what the
-/// failure policy needs. Inside `span` only when a debug listener made one
-/// (`Instrumented` costs every poll something).
-fn boxed<T>(
-    decision: impl Future<Output = Result<T, crate::Error>> + Send + 'static,
-    span: Option<tracing::Span>,
-) -> crate::pending::LaterFuture<T> {
-    match span {
-        None => Box::pin(decision),
-        Some(span) => Box::pin(decision.instrument(span)),
     }
 }
 

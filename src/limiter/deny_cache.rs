@@ -125,6 +125,19 @@ impl DenyCache {
         *self.lock() = Map::default();
     }
 
+    /// What the cache learns from a decision of the limiter's own limits
+    /// asked at `asked`: a denial to remember, or an admission that makes
+    /// what it remembers of the key stale.
+    #[inline(never)]
+    pub(crate) fn learn(&self, key: &str, cost: u64, asked: u64, d: &Outcome) {
+        let overall = d.overall();
+        if overall.allowed() {
+            self.forget(key);
+        } else {
+            self.put(key, cost, asked, d, &overall);
+        }
+    }
+
     /// Forget `key`: a refund made room, or an admission made the numbers stale.
     pub(crate) fn forget(&self, key: &str) {
         let mut map = self.lock();

@@ -130,7 +130,9 @@ impl HotKeys {
         self.servers
     }
 
-    /// Its three settings: `servers`, `threshold` and `max_keys`.
+    /// Its three settings: `servers`, `threshold` and `max_keys` (what the
+    /// `serde` feature writes).
+    #[cfg(feature = "serde")]
     pub(crate) const fn settings(&self) -> (u32, u32, usize) {
         (self.servers, self.threshold, self.max_keys)
     }

@@ -7,7 +7,9 @@ mod change;
 mod core;
 mod current;
 mod deny_cache;
+mod exemptions;
 mod hot_keys;
+mod later;
 mod outcome;
 mod own;
 mod plan;
@@ -15,10 +17,12 @@ mod plan;
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Core};
+pub use self::exemptions::Exemptions;
 pub use self::hot_keys::HotKeys;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
 use self::own::{Local, Version, Versions};
+use self::plan::decisions;
 pub(crate) use self::plan::Plan;
 pub(crate) use crate::pending::Pending;
 
@@ -26,7 +30,7 @@ use crate::algorithm::{Algorithm, Quota};
 use crate::failure::FallbackDecider;
 use crate::failure::{CircuitState, FailurePolicy, FallbackKind, FallbackLimiter};
 use crate::store::{Mode, Store};
-use crate::{Decision, Decisions, Error, LimitDecision};
+use crate::{Decision, Decisions, Error};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -36,8 +40,8 @@ use std::sync::Arc;
 /// `Clone + Send + Sync` and cheap to clone; works the same over a
 /// [`MemoryStore`](crate::store::MemoryStore) or a
 /// [`RedisStore`](crate::store::RedisStore). Every method takes the same
-/// path: the timeout, the circuit breaker, the failure policy, the metrics
-/// and the deny cache apply to each.
+/// path: the [`Exemptions`], the timeout, the circuit breaker, the failure
+/// policy, the metrics and the deny cache apply to each.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -210,11 +214,6 @@ impl<A: Algorithm> Limiter<A> {
         self.overall(Some(&plan), key, cost, Mode::Refund).await
     }
 
-    /// The plan of `algorithm`'s limits under this limiter's names.
-    pub(crate) fn plan(&self, algorithm: &A) -> Plan {
-        self.inner.core.plan(algorithm.parts())
-    }
-
     /// What the limits of `plan` (the limiter's own when `None`) add up
     /// to: what `check`, `peek` and `refund` return.
     #[inline(always)]
@@ -321,6 +320,12 @@ impl<A: Algorithm> Limiter<A> {
     pub fn store(&self) -> &Store {
         &self.inner.core.store
     }
+
+    /// The [`Exemptions`] given to the builder, if any: a handle to
+    /// change them at run time.
+    pub fn exemptions(&self) -> Option<&Exemptions> {
+        self.inner.core.exemptions.as_ref()
+    }
 }
 
 /// What a layer asks of its limiter for a request (the layers never see
@@ -360,16 +365,6 @@ fn ask<'a>(
         lease: "",
         slice: 0,
     }
-}
-
-/// Each limit's decision, with its name and quota.
-pub(crate) fn decisions(plan: &Plan, decided: &Outcome) -> Decisions {
-    let each = plan
-        .limits()
-        .zip(decided.each())
-        .map(|((name, quota), decision)| LimitDecision::new(name.clone(), quota, decision))
-        .collect();
-    Decisions::new(decided.overall(), each)
 }
 
 impl<A: fmt::Debug> fmt::Debug for Limiter<A> {

@@ -30,6 +30,14 @@ enum PerLimit {
     Replies(Reply, Vec<Reply>),
     /// Outcome in the store's place (failure policy, deny cache, fallback).
     Decisions(Decision, Vec<Decision>),
+    /// A plan with limits in shadow mode (bit `i` of `mask`: limit `i`):
+    /// each limit's own decision, and what they add up to without the
+    /// shadowed ones' denials.
+    Shadowed {
+        each: Vec<Decision>,
+        overall: Decision,
+        mask: u16,
+    },
 }
 
 impl Outcome {
@@ -109,22 +117,82 @@ impl Outcome {
                 Decision::most_restrictive(first.decision(), &rest)
             }
             PerLimit::Decisions(first, rest) => Decision::most_restrictive(*first, rest),
+            PerLimit::Shadowed { overall, .. } => *overall,
         }
     }
 
-    /// Each limit's decision, in order.
+    /// The same decisions, limits `mask` in shadow mode: what they add up
+    /// to is the other limits' (with a shadowed limit's denial read as an
+    /// admission when every limit is shadowed), and never a shadowed
+    /// limit's denial.
+    #[inline(never)]
+    pub(crate) fn shadowed(self, mask: u16) -> Self {
+        let each: Vec<Decision> = self.each().collect();
+        let shadow = |i: usize| i < 16 && mask & (1 << i) != 0;
+        let enforced: SmallVec<[Decision; 4]> = each
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !shadow(*i))
+            .map(|(_, d)| *d)
+            .collect();
+        // Every limit shadowed: what they add up to, each read as admitting.
+        let counted: SmallVec<[Decision; 4]> = if enforced.is_empty() {
+            each.iter().map(|d| as_admission(*d)).collect()
+        } else {
+            enforced
+        };
+        let Some((first, rest)) = counted.split_first() else {
+            return self;
+        };
+        let overall = Decision::most_restrictive(*first, rest);
+        Self(PerLimit::Shadowed {
+            each,
+            overall,
+            mask,
+        })
+    }
+
+    /// Bit `i`: limit `i` is in shadow mode (0 when none is).
+    pub(crate) fn shadow_mask(&self) -> u16 {
+        match &self.0 {
+            PerLimit::Shadowed { mask, .. } => *mask,
+            _ => 0,
+        }
+    }
+
+    /// Which limits in shadow mode denied: their indexes.
+    pub(crate) fn shadow_denials(&self) -> impl Iterator<Item = usize> + '_ {
+        let mask = self.shadow_mask();
+        self.each()
+            .enumerate()
+            .filter(move |(i, d)| *i < 16 && mask & (1 << i) != 0 && d.denied())
+            .map(|(i, _)| i)
+    }
+
+    /// Whether an admission left some limit with less than a fifth of it
+    /// (envoy's `near_limit`); never for a decision of the failure policy.
+    pub(crate) fn near_limit(&self) -> bool {
+        match &self.0 {
+            PerLimit::Replies(first, rest) if rest.is_empty() => near_limit(&first.decision()),
+            _ => self.each().any(|d| near_limit(&d)),
+        }
+    }
+
     /// Whether one limit decided (its decision is then the overall one).
     pub(crate) fn is_single(&self) -> bool {
         match &self.0 {
             PerLimit::Replies(_, rest) => rest.is_empty(),
             PerLimit::Decisions(_, rest) => rest.is_empty(),
+            PerLimit::Shadowed { .. } => false,
         }
     }
 
+    /// Each limit's decision, in order.
     pub(crate) fn each(&self) -> impl Iterator<Item = Decision> + '_ {
-        let (replies, decisions) = match &self.0 {
-            PerLimit::Replies(first, rest) => (Some((first, rest)), None),
-            PerLimit::Decisions(first, rest) => (None, Some((first, rest))),
+        let (replies, decisions, shadowed) = match &self.0 {
+            PerLimit::Replies(first, rest) => (Some((first, rest)), None, None),
+            PerLimit::Decisions(first, rest) => (None, Some((first, rest)), None),
+            PerLimit::Shadowed { each, .. } => (None, None, Some(each)),
         };
         let replies = replies
             .into_iter()
@@ -134,7 +202,8 @@ impl Outcome {
             .into_iter()
             .flat_map(|(f, r)| std::iter::once(f).chain(r))
             .copied();
-        replies.chain(decisions)
+        let shadowed = shadowed.into_iter().flatten().copied();
+        replies.chain(decisions).chain(shadowed)
     }
 
     /// Each limit's decision, in order, collected: one limit's stays
@@ -151,12 +220,41 @@ impl Outcome {
 
     /// The same decisions with `f` applied to each.
     pub(crate) fn map_each(&self, f: impl FnMut(Decision) -> Decision) -> Self {
+        let mask = self.shadow_mask();
         let mut each = self.each().map(f);
-        match each.next() {
+        let mapped = match each.next() {
             Some(first) => Self(PerLimit::Decisions(first, each.collect())),
             None => self.clone(),
+        };
+        if mask == 0 {
+            mapped
+        } else {
+            mapped.shadowed(mask)
         }
     }
+}
+
+/// An admission made by the store that left less than a fifth of the limit
+/// (envoy's `near_limit`).
+fn near_limit(d: &Decision) -> bool {
+    d.reason() == Reason::WithinLimit
+        && !d.is_degraded()
+        && d.remaining().saturating_mul(5) < d.limit()
+}
+
+/// `d`, a denial read as an admission (a limit in shadow mode).
+fn as_admission(d: Decision) -> Decision {
+    if d.allowed() {
+        return d;
+    }
+    Decision::new(
+        Reason::WithinLimit,
+        d.limit(),
+        d.remaining(),
+        d.reset_after(),
+        None,
+        std::time::Duration::ZERO,
+    )
 }
 
 /// The error of a store that replied no decision.

@@ -125,7 +125,8 @@ impl Core {
     /// as at build.
     ///
     /// # Errors
-    /// A [`ConfigError`] naming `hot_keys` (see [`Sharing::new`]).
+    /// A [`ConfigError`] naming `hot_keys`: a limit in shadow mode, or
+    /// what [`Sharing::new`] refuses.
     pub(crate) fn sharing<A: Algorithm>(
         &self,
         algorithm: &A,
@@ -133,6 +134,12 @@ impl Core {
         let Some(hot) = self.hot_keys else {
             return Ok(None);
         };
+        if algorithm.shadowed() != 0 {
+            return Err(ConfigError::new(
+                "hot_keys",
+                "a limit in shadow mode is decided by the store on every request: take it out of shadow mode or turn hot keys off",
+            ));
+        }
         let specs: Vec<_> = algorithm.parts().into_iter().map(|p| p.1).collect();
         Sharing::new(hot, &specs).map(Some)
     }
@@ -145,13 +152,13 @@ impl Core {
         sharing: Option<Sharing>,
         generation: u64,
     ) -> Version<A> {
-        let parts = algorithm.parts();
+        let (parts, shadowed) = (algorithm.parts(), algorithm.shadowed());
         // Hot keys answer denials locally too: through the deny cache.
         let deny_cache = match (&sharing, self.deny_cache) {
             (Some(s), None) => NonZeroUsize::new(s.max_keys),
             (_, cache) => cache,
         };
-        let plan = self.plan(parts);
+        let plan = self.plan(parts, shadowed);
         let local = (deny_cache.is_some() || sharing.is_some()).then(|| {
             Arc::new(Local {
                 plan: plan.clone(),

@@ -163,6 +163,21 @@ pub fn grpc_unavailable(retry_after: Option<Duration>) -> Response<Bytes> {
     trailers_only(&status, pushback)
 }
 
+/// A `PERMISSION_DENIED` Trailers-Only response for a request whose key is
+/// on the deny list of the limiter's [`Exemptions`](crate::Exemptions): no
+/// retry would help, so no `RetryInfo`.
+///
+/// ```
+/// use floodgate::response::grpc_permission_denied;
+///
+/// let response = grpc_permission_denied();
+/// assert_eq!(response.status(), 200);
+/// assert_eq!(response.headers()["grpc-status"], "7");
+/// ```
+pub fn grpc_permission_denied() -> Response<Bytes> {
+    trailers_only(&Status::permission_denied(super::BLOCKED_DETAIL), None)
+}
+
 /// HTTP 200 with the status in the headers and an empty body: what
 /// `Status::into_http` builds, without its `unwrap`.
 fn trailers_only(status: &Status, pushback: Option<HeaderValue>) -> Response<Bytes> {

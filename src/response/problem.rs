@@ -133,6 +133,30 @@ pub fn service_unavailable(retry_after: Option<Duration>) -> Response<Bytes> {
     response
 }
 
+/// A `403 Forbidden` for a request whose key is on the deny list of the
+/// limiter's [`Exemptions`](crate::Exemptions): refused whatever the
+/// limits, so no `Retry-After` and no rate-limit fields.
+///
+/// ```
+/// use floodgate::response::forbidden;
+///
+/// let response = forbidden();
+/// assert_eq!(response.status(), 403);
+/// assert_eq!(response.headers()["content-type"], "application/problem+json");
+/// assert!(!response.headers().contains_key("retry-after"));
+/// let body: serde_json::Value = serde_json::from_slice(response.body()).unwrap();
+/// assert_eq!(body["status"], 403);
+/// ```
+pub fn forbidden() -> Response<Bytes> {
+    let body = json!({
+        "type": "about:blank",
+        "title": "Forbidden",
+        "status": 403,
+        "detail": super::BLOCKED_DETAIL,
+    });
+    problem(StatusCode::FORBIDDEN, &body)
+}
+
 /// A problem+json response that no cache keeps: every rejection depends on
 /// the moment it was made.
 fn problem(status: StatusCode, body: &Value) -> Response<Bytes> {

@@ -3,6 +3,8 @@
 use redis::RedisError;
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// What kind of failure a [`StoreError`] is: what went wrong, in terms that
 /// do not change with the Redis client's version.
@@ -61,17 +63,42 @@ impl fmt::Display for StoreErrorKind {
     }
 }
 
-/// A store could not make a decision: its [`kind`](Self::kind), a message
-/// that says what happened (and where: the server's address when it is
-/// known), and the Redis client's error as its
-/// [`source`](std::error::Error::source).
+/// A store could not make a decision: its [`kind`](Self::kind), and a
+/// message that says what happened, where (the server's address when it is
+/// known) and, where floodgate can tell, what to change. The message
+/// includes the Redis client's own words; for a TLS failure that floodgate
+/// words itself, rustls's error is the [`source`](std::error::Error::source)
+/// instead, so that a printed cause chain says each thing once.
 ///
 /// Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct StoreError {
     kind: StoreErrorKind,
     message: Cow<'static, str>,
-    source: Option<RedisError>,
+    /// Behind one pointer: an error travels in every decision's `Result`,
+    /// which stays as small as the decision.
+    causes: Option<Arc<Causes>>,
+}
+
+/// What a [`StoreError`] was made from.
+#[derive(Debug)]
+struct Causes {
+    /// The client's error, for the store's own retries (its text is in the
+    /// message).
+    redis: RedisError,
+    /// The TLS error the message words without quoting it: the source.
+    tls: Option<rustls::Error>,
+}
+
+/// Whose certificates a TLS connection trusted: what a TLS error advises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trust {
+    /// The platform's trust store (no `ca_certificate` given).
+    Platform,
+    /// The CA given with `ca_certificate`.
+    Given,
+    /// Whatever the app's own client or pool was configured with.
+    AppClient,
 }
 
 impl StoreError {
@@ -80,7 +107,7 @@ impl StoreError {
         Self {
             kind,
             message: message.into(),
-            source: None,
+            causes: None,
         }
     }
 
@@ -89,9 +116,17 @@ impl StoreError {
         Self::new(StoreErrorKind::Unavailable, message)
     }
 
-    /// The call took longer than the limiter's timeout.
-    pub(crate) fn timeout() -> Self {
-        Self::new(StoreErrorKind::Timeout, "the store did not answer in time")
+    /// `place` (`redis at host:port`) did not answer `doing` (`a check of
+    /// key "user:42" for limiter "api"`) within `within`.
+    pub(crate) fn timeout(place: &str, doing: &str, within: Duration) -> Self {
+        Self::new(
+            StoreErrorKind::Timeout,
+            format!(
+                "{place} did not answer {doing} within {within:?}: it is overloaded, \
+                 paused or unreachable; if this is its usual latency, raise the \
+                 limiter's `timeout`"
+            ),
+        )
     }
 
     /// The error of a call that reached Redis (or tried to), by what the
@@ -101,28 +136,35 @@ impl StoreError {
         Self {
             kind,
             message: e.to_string().into(),
-            source: Some(e),
+            causes: Some(Arc::new(Causes {
+                redis: e,
+                tls: None,
+            })),
         }
     }
 
-    /// A failed connection attempt to `what` (e.g. `redis at 10.0.0.1:6379`).
-    /// Refused, unreachable and timed out are all
+    /// A failed connection attempt to `what` (e.g. `redis at 10.0.0.1:6379`),
+    /// which trusted `trust`'s certificates if it used TLS. Refused,
+    /// unreachable and timed out are all
     /// [`Unavailable`](StoreErrorKind::Unavailable); TLS and permission
     /// keep their kinds.
-    pub(crate) fn connect(what: &str, e: RedisError) -> Self {
+    pub(crate) fn connect(what: &str, trust: Trust, e: RedisError) -> Self {
         let kind = match classify(&e) {
             StoreErrorKind::Tls => StoreErrorKind::Tls,
             StoreErrorKind::Permission => StoreErrorKind::Permission,
             _ => StoreErrorKind::Unavailable,
         };
-        let message = match kind {
-            StoreErrorKind::Tls => format!("TLS with {what} failed: {}", tls_reason(&e)),
-            _ => format!("cannot connect to {what}: {e}"),
+        let (message, tls) = match kind {
+            StoreErrorKind::Tls => match tls_advice(&e, trust) {
+                Some((words, cause)) => (format!("TLS with {what} failed: {words}"), Some(cause)),
+                None => (format!("TLS with {what} failed: {e}"), None),
+            },
+            _ => (format!("cannot connect to {what}: {e}"), None),
         };
         Self {
             kind,
             message: message.into(),
-            source: Some(e),
+            causes: Some(Arc::new(Causes { redis: e, tls })),
         }
     }
 
@@ -139,7 +181,7 @@ impl StoreError {
 
     /// The Redis client's error, for the store's own retries.
     pub(crate) fn redis(&self) -> Option<&RedisError> {
-        self.source.as_ref()
+        self.causes.as_ref().map(|c| &c.redis)
     }
 
     /// The same error, with `context` in front of its message.
@@ -168,8 +210,9 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
+        self.causes
             .as_ref()
+            .and_then(|c| c.tls.as_ref())
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
@@ -247,23 +290,49 @@ fn says_tls(e: &RedisError) -> bool {
     .any(|m| text.contains(m))
 }
 
-/// Why TLS failed, in words.
-fn tls_reason(e: &RedisError) -> String {
+/// Why TLS failed, in words, with what to change given `trust`, and the
+/// rustls error the words stand for; `None` when floodgate has no words
+/// for it (the message then quotes the client's error).
+fn tls_advice(e: &RedisError, trust: Trust) -> Option<(String, rustls::Error)> {
     use rustls::{AlertDescription, CertificateError, Error};
-    match tls_error(e) {
-        Some(Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
-            "the server's certificate is not signed by a trusted CA (unknown issuer): \
-             give the CA with `ca_certificate`, or install it in the platform's trust store \
-             (SSL_CERT_FILE, SSL_CERT_DIR)"
-                .into()
+    let cause = tls_error(e)?;
+    let words = match cause {
+        Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            let what =
+                "the server's certificate is not signed by a CA this client trusts (unknown issuer)";
+            match trust {
+                Trust::Platform => format!(
+                    "{what} (none was given with `ca_certificate`, so the platform's trust \
+                     store was used): give the CA that signed it with `ca_certificate`, or \
+                     add it to the platform's trust store (SSL_CERT_FILE, SSL_CERT_DIR)"
+                ),
+                Trust::Given => format!(
+                    "{what}: the CA given with `ca_certificate` did not sign it; give the CA \
+                     that signed the server's certificate (`openssl x509 -noout -issuer` on \
+                     the server's certificate names it)"
+                ),
+                Trust::AppClient => format!(
+                    "{what}: give the CA that signed it to the client or pool you built the \
+                     store from"
+                ),
+            }
         }
-        Some(Error::InvalidCertificate(CertificateError::NotValidForName)) => {
-            "the server's certificate is not valid for this host name".into()
+        Error::InvalidCertificate(CertificateError::NotValidForName) => {
+            "the server's certificate is not valid for the host name in the URL: connect by \
+             a name the certificate lists"
+                .to_owned()
         }
-        Some(Error::AlertReceived(AlertDescription::CertificateRequired)) => {
-            "the server requires a client certificate: give one with `client_certificate`".into()
+        Error::InvalidCertificate(CertificateError::Expired) => {
+            "the server's certificate has expired: renew it on the server".to_owned()
         }
-        Some(other) => other.to_string(),
-        None => e.to_string(),
-    }
+        Error::AlertReceived(AlertDescription::CertificateRequired) => match trust {
+            Trust::AppClient => "the server requires a client certificate: configure one on \
+                                 the client or pool you built the store from"
+                .to_owned(),
+            _ => "the server requires a client certificate: give one with `client_certificate`"
+                .to_owned(),
+        },
+        _ => return None,
+    };
+    Some((words, cause.clone()))
 }

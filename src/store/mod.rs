@@ -64,6 +64,11 @@ impl Store {
         Self { backend }
     }
 
+    /// Where the store's calls go, for messages.
+    pub(crate) fn place(&self) -> String {
+        self.backend.place()
+    }
+
     /// Where the keys `{prefix}:{name}:{tag}:{…}` live: made once per limit,
     /// when a limiter is built.
     pub(crate) fn namespace(&self, prefix: &str, name: &str, tag: &str) -> Namespace {
@@ -118,6 +123,9 @@ pub(crate) struct Namespace {
 pub(crate) struct Target {
     pub(crate) ns: Namespace,
     pub(crate) spec: Spec,
+    /// In shadow mode: decided and charged when it admits, but its denial
+    /// does not stop the others' charge (`Limits::shadow`).
+    pub(crate) shadow: bool,
 }
 
 /// One call to a store: every target for the same user key, decided all or
@@ -168,4 +176,9 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     fn namespace(&self, head: &str) -> Namespace;
     /// Decide `batch`.
     fn decide(&self, batch: &Batch<'_>) -> Answer;
+    /// Where the store's calls go, for messages (`redis at host:port`). A
+    /// store that never waits is never named in one.
+    fn place(&self) -> String {
+        "the store".to_owned()
+    }
 }

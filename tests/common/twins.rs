@@ -17,14 +17,15 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 
 /// The tests of a twins file: `<algorithm>::$test` for each of the six
-/// algorithms and `concurrency::$test`, each running
+/// algorithms, the two jittered windows, and `concurrency::$test`, each running
 /// `$run_cases(<its strategy>($keys), <its case>)`. (Unused in the test
 /// crates other than those two, which compile `common` too.)
 #[allow(unused_macros)]
 macro_rules! twins_tests {
     ($test:ident: $run_cases:ident, $keys:expr) => {
         $crate::common::twins::twins_tests!(@each $test, $run_cases, $keys, rate_case;
-            fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra);
+            fixed_window sliding_log sliding_window token_bucket leaky_bucket gcra
+            jittered_fixed_window jittered_sliding_window);
         $crate::common::twins::twins_tests!(@each $test, $run_cases, $keys, lease_case;
             concurrency);
     };
@@ -220,6 +221,17 @@ pub fn sliding_window(keys: u8) -> impl Strategy<Value = (SlidingWindow, Vec<Op>
             ops(keys, l, 3 * w),
         )
     })
+}
+
+/// A jittered fixed window: each key's windows start at its own offset,
+/// which the memory twin computes as the client sends it to Redis.
+pub fn jittered_fixed_window(keys: u8) -> impl Strategy<Value = (FixedWindow, Vec<Op>)> {
+    fixed_window(keys).prop_map(|(a, ops)| (a.jittered(), ops))
+}
+
+/// A jittered sliding window, as [`jittered_fixed_window`].
+pub fn jittered_sliding_window(keys: u8) -> impl Strategy<Value = (SlidingWindow, Vec<Op>)> {
+    sliding_window(keys).prop_map(|(a, ops)| (a.jittered(), ops))
 }
 
 /// Time steps up to the time a bucket of `c` at rate `r` takes to fill.

@@ -24,6 +24,26 @@ mod decide;
 
 type Map = HashMap<Box<str>, Heat, foldhash::fast::RandomState>;
 
+/// The keys, and the latest instant the table has been shown.
+#[derive(Default)]
+struct Table {
+    keys: Map,
+    /// Callers read the clock before they take the lock, so one that read
+    /// it earlier can arrive after one that read it later. Every instant
+    /// used under the lock is at least this one, and every instant stored
+    /// is at most this one: time never runs backwards for a key, and
+    /// `now - taken` cannot underflow.
+    latest: u64,
+}
+
+impl Table {
+    /// `at`, or the latest instant already seen if that is later.
+    fn now(&mut self, at: u64) -> u64 {
+        self.latest = self.latest.max(at);
+        self.latest
+    }
+}
+
 /// The end of a take under way, for a request that waits for it.
 type TakeDone = Pin<Box<OwnedNotified>>;
 
@@ -34,7 +54,7 @@ const TAKE_STALE_MS: u64 = 1000;
 /// The hot keys of one limiter's own limits on this server.
 pub(crate) struct Allotments {
     sharing: Sharing,
-    map: Mutex<Map>,
+    map: Mutex<Table>,
     counters: Counters,
     /// The id of the next take.
     takes: AtomicU64,
@@ -110,7 +130,7 @@ impl Allotments {
         };
         Self {
             sharing,
-            map: Mutex::new(Map::default()),
+            map: Mutex::new(Table::default()),
             counters,
             takes: AtomicU64::new(0),
             swept: AtomicU64::new(0),
@@ -118,7 +138,7 @@ impl Allotments {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Map> {
+    fn lock(&self) -> MutexGuard<'_, Table> {
         self.map
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -132,9 +152,11 @@ impl Allotments {
     /// What to do with a request of `cost` for `key` at `now`, and the
     /// units of an ended allotment to give back to the store (0: none).
     pub(crate) fn step(&self, key: &str, cost: u64, now: u64) -> (Step, u64) {
-        let mut map = self.lock();
+        let mut table = self.lock();
+        let now = table.now(now);
+        let map = &mut table.keys;
         let key = bounded(key);
-        if !map.contains_key(&*key) && !self.room(&mut map, now) {
+        if !map.contains_key(&*key) && !self.room(map, now) {
             return (Step::Store, 0);
         }
         let heat = map.entry_ref(&*key).or_insert_with(|| Heat {
@@ -228,8 +250,9 @@ impl Allotments {
             .lifetime(want, numbers.each().map(|d| d.reset_after()));
         self.counters.taken.increment(1);
         self.counters.units_taken.increment(want);
-        let mut map = self.lock();
-        let Some(heat) = map.get_mut(&*bounded(key)) else {
+        let mut table = self.lock();
+        table.now(sent);
+        let Some(heat) = table.keys.get_mut(&*bounded(key)) else {
             return; // Forgotten meanwhile: the units are lost, never doubled.
         };
         heat.drained = None;
@@ -248,7 +271,9 @@ impl Allotments {
         let Some(wait) = denial.overall().retry_after() else {
             return; // A slice never fits: ask the store each time.
         };
-        if let Some(heat) = self.lock().get_mut(&*bounded(key)) {
+        let mut table = self.lock();
+        table.now(asked);
+        if let Some(heat) = table.keys.get_mut(&*bounded(key)) {
             let until = asked.saturating_add(crate::clock::millis(wait));
             heat.drained = Some((until, denial.clone(), asked));
             heat.end_take(id);
@@ -259,18 +284,19 @@ impl Allotments {
     /// units held are left to expire; requests waiting for a take ask
     /// again (under the limits they started with).
     pub(crate) fn clear(&self) {
-        let mut map = self.lock();
-        for heat in map.values_mut() {
+        let mut table = self.lock();
+        for heat in table.keys.values_mut() {
             if let Some(t) = heat.taking.take() {
                 t.done.notify_waiters();
             }
         }
-        *map = Map::default();
+        // The latest instant stays: time never runs backwards.
+        table.keys = Map::default();
     }
 
     /// Take `id` for `key` ended without a slice (or was given up).
     pub(crate) fn took_none(&self, key: &str, id: u64) {
-        if let Some(heat) = self.lock().get_mut(&*bounded(key)) {
+        if let Some(heat) = self.lock().keys.get_mut(&*bounded(key)) {
             heat.end_take(id);
         }
     }

@@ -88,7 +88,7 @@ impl Evictor {
         let Some(spec) = self.specs.get(&key.ns) else {
             return Rank::Fresh;
         };
-        let usage = quota_used(spec, state, now);
+        let usage = quota_used(spec, state, now, &key.user);
         if usage.full {
             Rank::Full {
                 touched: entry.touched,

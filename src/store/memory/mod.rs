@@ -5,7 +5,7 @@ mod shard;
 
 use self::shard::{Hasher, Shard, Slot, Step, HASHED};
 use super::key::bounded;
-use super::{Answer, Backend, Batch, Namespace, Reply, Store};
+use super::{Answer, Backend, Batch, Namespace, Reply, Store, Target};
 use parking_lot::{Mutex as ShardLock, MutexGuard};
 use smallvec::{smallvec, SmallVec};
 use std::borrow::Cow;
@@ -306,7 +306,9 @@ impl Backend for Inner {
                 .collect()
         };
         let decided = pass(false);
-        if !batch.mode.twin().1 || !decided.iter().all(|r| r.allowed()) {
+        // A limit in shadow mode denies nothing (`lua/main.lua`).
+        let admits = |(r, t): (&Reply, &Target)| r.allowed() || t.shadow;
+        if !batch.mode.twin().1 || !decided.iter().zip(batch.targets).all(admits) {
             return Answer::PerTarget(decided);
         }
         Answer::PerTarget(pass(true))

@@ -18,7 +18,7 @@ pub(super) type Hasher = foldhash::fast::RandomState;
 #[derive(PartialEq, Eq)]
 pub(super) struct Key {
     pub(super) ns: u64,
-    user: Box<str>,
+    pub(super) user: Box<str>,
 }
 
 /// Set in a key's namespace when its user part is a hash of a long key.
@@ -118,14 +118,14 @@ impl Shard {
             if entry.expires_at <= now {
                 entry.state = None;
             }
-            let decided = spec.decide(&mut entry.state, now, cost, twin, lease);
+            let decided = spec.decide(&mut entry.state, now, cost, twin, (lease, batch.key));
             if let Some(ttl) = decided.1 {
                 entry.expires_at = now.saturating_add(ttl);
             }
             return decided;
         }
         let mut state = None;
-        let decided = spec.decide(&mut state, now, cost, twin, lease);
+        let decided = spec.decide(&mut state, now, cost, twin, (lease, batch.key));
         if let (Some(ttl), Some(_)) = (decided.1, &state) {
             let expires_at = now.saturating_add(ttl);
             let entry = Entry {

@@ -6,6 +6,7 @@ use super::connect::Links;
 use super::server::{SentinelAuth, ServerConnector};
 use super::tls::Certificates;
 use super::{RedisStore, DEFAULT_CONNECTIONS, DEFAULT_CONNECT_TIMEOUT};
+use crate::store::error::Trust;
 use crate::ConfigError;
 use std::num::NonZeroUsize;
 use std::time::Duration;
@@ -217,7 +218,16 @@ impl RedisClusterStoreBuilder {
         if self.nodes.iter().any(|n| n.contains("#insecure")) {
             super::tls::warn_insecure("the redis cluster");
         }
-        Ok(RedisClusterStore::over(client, self.max_per_call.get()))
+        let trust = if self.certs.ca.is_some() {
+            Trust::Given
+        } else {
+            Trust::Platform
+        };
+        Ok(RedisClusterStore::over(
+            client,
+            trust,
+            self.max_per_call.get(),
+        ))
     }
 }
 

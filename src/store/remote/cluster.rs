@@ -3,10 +3,11 @@
 
 use super::builder::RedisClusterStoreBuilder;
 use super::connect::{Connector, Links};
-use super::invoke::Remote;
+use super::invoke::{Remote, Transport};
 use super::joined::{self, Joiner};
 use super::library::load_library;
 use super::probe::ProbeReport;
+use crate::store::error::Trust;
 use crate::store::{Store, StoreError};
 use crate::ConfigError;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
@@ -186,15 +187,15 @@ impl RedisClusterStore {
     /// for what you do not set. The client is redis-rs's, re-exported as
     /// [`floodgate::store::redis`](crate::store::redis).
     pub fn from_client(client: ClusterClient) -> Self {
-        Self::over(client, joined::DEFAULT_MAX)
+        Self::over(client, Trust::AppClient, joined::DEFAULT_MAX)
     }
 
     /// A store over `client`, at most `max_per_call` decisions a call.
-    pub(super) fn over(client: ClusterClient, max_per_call: usize) -> Self {
+    pub(super) fn over(client: ClusterClient, trust: Trust, max_per_call: usize) -> Self {
         super::tls::tls_provider();
         // One cluster connection: it multiplexes all calls over one TCP
         // connection per node. Bounded like any call (`OVERALL_TIMEOUT`).
-        let links = Links::new(ClusterConnector::new(client), 1, OVERALL_TIMEOUT);
+        let links = Links::new(ClusterConnector::new(client, trust), 1, OVERALL_TIMEOUT);
         Self {
             remote: Remote::new(links, Joiner::new(max_per_call, true)),
         }
@@ -269,9 +270,13 @@ impl RedisClusterStore {
                 .collect();
             super::probe::decide_once(&self.remote, prefix, nodes, warnings).await
         };
-        tokio::time::timeout(super::probe::PROBE_TIMEOUT, probe)
+        let within = super::probe::PROBE_TIMEOUT;
+        tokio::time::timeout(within, probe)
             .await
-            .unwrap_or_else(|_| Err(StoreError::timeout()))
+            .unwrap_or_else(|_| {
+                let place = self.remote.transport().place();
+                Err(StoreError::timeout(&place, "the probe", within))
+            })
     }
 }
 
@@ -307,14 +312,15 @@ impl fmt::Debug for RedisClusterStore {
 pub(super) struct ClusterConnector {
     client: ClusterClient,
     tls: bool,
+    trust: Trust,
 }
 
 impl ClusterConnector {
-    pub(super) fn new(client: ClusterClient) -> Self {
+    pub(super) fn new(client: ClusterClient, trust: Trust) -> Self {
         // redis-rs has no accessor for it: its description names the
         // initial nodes' addresses, `TcpTls { .. }` for TLS.
         let tls = format!("{client:?}").contains("TcpTls");
-        Self { client, tls }
+        Self { client, tls, trust }
     }
 
     pub(super) fn client(&self) -> &ClusterClient {
@@ -343,7 +349,7 @@ impl Connector for ClusterConnector {
         self.client
             .get_async_connection()
             .await
-            .map_err(|e| StoreError::connect("the redis cluster", e))
+            .map_err(|e| StoreError::connect("the redis cluster", self.trust, e))
     }
 
     /// Calls of one key run in the order they were sent: redis-rs keeps one

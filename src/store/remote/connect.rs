@@ -39,6 +39,15 @@ pub(super) trait Connector: Send + Sync + fmt::Debug + 'static {
     const MIN_LIFETIME: Duration = Duration::ZERO;
     /// Make a connection (bounded by the caller).
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
+    /// The error for a connection attempt that did not finish within
+    /// `within`: that the store is unavailable, unless the connector can
+    /// tell more.
+    fn no_connection(&self, within: Duration) -> impl Future<Output = StoreError> + Send {
+        let e = StoreError::unavailable(format!(
+            "no connection to {self:?} within {within:?}: is it running and reachable?"
+        ));
+        async move { e }
+    }
     /// Send `cmd` on `conn`.
     fn send(
         conn: &mut Self::Conn,
@@ -200,6 +209,10 @@ impl<C: Connector> Transport for Links<C> {
         C::load(&mut conn, key).await?;
         Ok(())
     }
+
+    fn place(&self) -> String {
+        format!("{:?}", self.shared.connector)
+    }
 }
 
 impl<C: Connector> Shared<C> {
@@ -286,10 +299,7 @@ impl<C: Connector> Shared<C> {
         let connect = this.connector.connect();
         let result = match tokio::time::timeout(this.connect_timeout, connect).await {
             Ok(result) => result,
-            Err(_) => Err(StoreError::unavailable(format!(
-                "{:?}: no connection within {:?}",
-                this.connector, this.connect_timeout
-            ))),
+            Err(_) => Err(this.connector.no_connection(this.connect_timeout).await),
         };
         attempt.result = Some(result);
     }

@@ -43,6 +43,9 @@ pub(super) trait Transport: Send + Sync + fmt::Debug + 'static {
     ) -> impl Future<Output = Result<Value, StoreError>> + Send;
     /// Load the library on the node that owns `key` (any node without one).
     fn load(&self, key: Option<&[u8]>) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Where the calls go, for messages: `redis at host:port`, `the redis
+    /// cluster`, `the app's redis pool`.
+    fn place(&self) -> String;
 }
 
 /// A store on Redis: a transport, and what it learned of the server's
@@ -194,6 +197,10 @@ impl<T: Transport> Backend for Remote<T> {
             id: 0,
             head: head.into(),
         }
+    }
+
+    fn place(&self) -> String {
+        self.shared.transport.place()
     }
 
     fn decide(&self, batch: &Batch<'_>) -> Answer {

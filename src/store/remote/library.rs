@@ -131,12 +131,25 @@ pub(super) fn command(batch: &Batch<'_>) -> Call {
     cmd.arg(batch.mode.as_str()).arg(batch.cost);
     for target in batch.targets {
         let spec = target.spec;
-        cmd.arg(spec.tag());
+        cmd.arg(if target.shadow {
+            spec.shadow_tag()
+        } else {
+            spec.tag()
+        });
         match spec {
-            Spec::FixedWindow { limit, window_ms }
+            Spec::FixedWindow {
+                limit, window_ms, ..
+            }
             | Spec::SlidingLog { limit, window_ms }
-            | Spec::SlidingWindow { limit, window_ms } => {
+            | Spec::SlidingWindow {
+                limit, window_ms, ..
+            } => {
                 cmd.arg(limit).arg(window_ms);
+                // A jittered window's third parameter: the key's offset,
+                // computed here as the memory twin computes it.
+                if let Some(offset) = spec.offset(batch.key) {
+                    cmd.arg(offset);
+                }
             }
             // The time a unit takes, as the twin computes it (the buckets'
             // 1000 / rate): the code needs no division of its own.
@@ -260,15 +273,24 @@ mod tests {
     use crate::store::{MemoryStore, Store, Target};
     use std::time::Duration;
 
-    /// The two parameters of `spec` as plain strings: `f64`'s `Display` is
-    /// the shortest string that parses back to the same double.
-    fn params(spec: &Spec) -> [String; 2] {
+    /// The parameters of `spec` for user key "ana" as plain strings:
+    /// `f64`'s `Display` is the shortest string that parses back to the
+    /// same double; a jittered window's offset last.
+    fn params(spec: &Spec) -> Vec<String> {
+        let mut out = two_params(spec).to_vec();
+        out.extend(spec.offset("ana").map(|o| o.to_string()));
+        out
+    }
+
+    fn two_params(spec: &Spec) -> [String; 2] {
         match *spec {
-            Spec::FixedWindow { limit, window_ms }
-            | Spec::SlidingLog { limit, window_ms }
-            | Spec::SlidingWindow { limit, window_ms } => {
-                [limit.to_string(), window_ms.to_string()]
+            Spec::FixedWindow {
+                limit, window_ms, ..
             }
+            | Spec::SlidingLog { limit, window_ms }
+            | Spec::SlidingWindow {
+                limit, window_ms, ..
+            } => [limit.to_string(), window_ms.to_string()],
             Spec::TokenBucket {
                 capacity,
                 interval_ms,
@@ -293,6 +315,12 @@ mod tests {
             FixedWindow::new(10, Duration::from_secs(1)).parts(),
             SlidingLog::new(1 << 16, Duration::from_millis(1)).parts(),
             SlidingWindow::new(7, Duration::from_millis(1 << 40)).parts(),
+            FixedWindow::new(10, Duration::from_secs(60))
+                .jittered()
+                .parts(),
+            SlidingWindow::new(7, Duration::from_millis(1 << 40))
+                .jittered()
+                .parts(),
             TokenBucket::new(10, 0.1).parts(),
             TokenBucket::new(1, 1e-9).parts(),
             LeakyBucket::new(1 << 40, 1e15).parts(),
@@ -305,6 +333,7 @@ mod tests {
         .map(|(i, (_, spec))| Target {
             ns: store.namespace("rl", &format!("x{i}"), spec.tag()),
             spec,
+            shadow: false,
         })
         .collect();
         for (now, mode) in [
@@ -330,8 +359,10 @@ mod tests {
                 theirs.arg(now.map(|n| n.to_string()).unwrap_or_default());
                 theirs.arg(mode.as_str()).arg("4");
                 for t in &targets[..n] {
-                    let [p1, p2] = params(&t.spec);
-                    theirs.arg(t.spec.tag()).arg(p1).arg(p2);
+                    theirs.arg(t.spec.tag());
+                    for p in params(&t.spec) {
+                        theirs.arg(p);
+                    }
                 }
                 assert_eq!(ours.get_packed_command(), theirs.get_packed_command());
                 let sha = DECIDE.script.get_hash();

@@ -25,6 +25,7 @@ use self::connect::Links;
 use self::invoke::{Remote, Transport};
 use self::joined::Joiner;
 use self::server::ServerConnector;
+use crate::store::error::Trust;
 use crate::store::{Store, StoreError};
 use crate::ConfigError;
 use redis::{Cmd, Value};
@@ -111,7 +112,7 @@ impl RedisStore {
     ///   honours `SSL_CERT_FILE` and `SSL_CERT_DIR`); for a CA of your own
     ///   or a client certificate, see [`builder`](Self::builder). A
     ///   `#insecure` fragment skips verification (tests only: a warning is
-    ///   logged once). TLS is rustls with its `ring` cryptography, which
+    ///   logged once). TLS is rustls with its `aws-lc-rs` cryptography, which
     ///   floodgate installs as the process's rustls provider unless the app
     ///   installed one first;
     /// * `redis+sentinel://[user:password@]host:port[,host:port...]/service_name[/db]`:
@@ -147,7 +148,11 @@ impl RedisStore {
     pub fn from_client(client: redis::Client) -> Self {
         tls::tls_provider();
         let to = format!("redis at {}", client.get_connection_info().addr());
-        let connector = ServerConnector::Direct { client, to };
+        let connector = ServerConnector::Direct {
+            client,
+            to,
+            trust: Trust::AppClient,
+        };
         let links = Links::new(connector, DEFAULT_CONNECTIONS, DEFAULT_CONNECT_TIMEOUT);
         Self::over(links, joined::DEFAULT_MAX)
     }
@@ -245,9 +250,9 @@ impl RedisStore {
         let probe = async {
             let transport = self.remote.transport();
             let (address, tls) = match transport {
-                ServerTransport::Links(l) => (l.connector().to().to_owned(), l.connector().tls()),
+                ServerTransport::Links(l) => (l.connector().address(), l.connector().tls()),
                 #[cfg(feature = "deadpool")]
-                ServerTransport::Pool(_) => ("redis (pool)".to_owned(), false),
+                ServerTransport::Pool(_) => (None, false),
             };
             let hello = transport.send(&redis::cmd("HELLO"), false).await;
             // The connection failed: nothing more to learn.
@@ -260,6 +265,15 @@ impl RedisStore {
             }
             // All default sections: Redis 6 takes at most one section name.
             let info = transport.send(&redis::cmd("INFO"), false).await;
+            let address = if let Some(a) = address {
+                a
+            } else {
+                let mut client_info = redis::cmd("CLIENT");
+                client_info.arg("INFO");
+                let reply = transport.send(&client_info, false).await;
+                let reached = reply.ok().as_ref().and_then(probe::local_address);
+                reached.unwrap_or_else(|| "unknown".to_owned())
+            };
             let mut warnings = Vec::new();
             let node = probe::node(
                 address,
@@ -271,9 +285,13 @@ impl RedisStore {
             );
             probe::decide_once(&self.remote, prefix, vec![node], warnings).await
         };
-        tokio::time::timeout(probe::PROBE_TIMEOUT, probe)
+        let within = probe::PROBE_TIMEOUT;
+        tokio::time::timeout(within, probe)
             .await
-            .unwrap_or_else(|_| Err(StoreError::timeout()))
+            .unwrap_or_else(|_| {
+                let place = self.remote.transport().place();
+                Err(StoreError::timeout(&place, "the probe", within))
+            })
     }
 }
 
@@ -302,6 +320,14 @@ impl Transport for ServerTransport {
             ServerTransport::Pool(pool) => pool.load(key).await,
         }
     }
+
+    fn place(&self) -> String {
+        match self {
+            ServerTransport::Links(links) => links.place(),
+            #[cfg(feature = "deadpool")]
+            ServerTransport::Pool(_) => "redis through the app's pool".to_owned(),
+        }
+    }
 }
 
 impl From<RedisStore> for Store {
@@ -317,66 +343,4 @@ impl fmt::Debug for RedisStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::invoke::Transport;
-    use super::*;
-    use std::future::Future;
-    use std::pin::pin;
-    use std::task::{Context, Poll, Waker};
-
-    /// The first poll of `f`, outside any Tokio runtime.
-    fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
-        pin!(f).poll(&mut Context::from_waker(Waker::noop()))
-    }
-
-    /// Outside a Tokio runtime, a store that would make a connection
-    /// fails naming what is missing, instead of panicking in `tokio::spawn`.
-    #[test]
-    fn outside_a_runtime_no_connection_is_made() {
-        let cmd = redis::cmd("PING");
-        let store = RedisStore::from_url("redis://127.0.0.1:1").unwrap();
-        let cluster = RedisClusterStore::from_nodes(["redis://127.0.0.1:1"]).unwrap();
-        for sent in [
-            poll_once(store.remote.transport().send(&cmd, false)),
-            poll_once(cluster.remote.transport().send(&cmd, false)),
-        ] {
-            match sent {
-                Poll::Ready(Err(e)) => {
-                    assert_eq!(e.kind(), crate::store::StoreErrorKind::Unavailable);
-                    assert!(e.to_string().contains("no Tokio runtime"), "{e}");
-                }
-                other => panic!("{other:?}"),
-            }
-        }
-    }
-
-    /// Outside a Tokio runtime, a limiter over Redis decides by its failure
-    /// policy: an error naming the missing runtime, or failing open.
-    #[test]
-    fn outside_a_runtime_the_failure_policy_decides() {
-        use crate::algorithm::Gcra;
-        use crate::failure::FailurePolicy;
-        use crate::Limiter;
-        let store = RedisStore::from_url("redis://127.0.0.1:1").unwrap();
-        let gcra = Gcra::new(1, Duration::from_secs(1));
-        let strict = Limiter::builder(store.clone(), gcra)
-            .on_store_failure(FailurePolicy::ReturnError)
-            .build()
-            .unwrap();
-        match poll_once(strict.check("k", 1)) {
-            Poll::Ready(Err(e)) => assert!(e.to_string().contains("no Tokio runtime"), "{e}"),
-            other => panic!("{other:?}"),
-        }
-        let open = Limiter::new(store, gcra);
-        assert!(matches!(poll_once(open.check("k", 1)), Poll::Ready(Ok(_))));
-    }
-
-    #[test]
-    fn malformed_urls_name_the_field() {
-        assert_eq!(RedisStore::from_url("nope://x").unwrap_err().field(), "url");
-        assert!(RedisStore::from_url("redis://127.0.0.1:1").is_ok());
-        let cluster = RedisClusterStore::from_url("nope://x").unwrap_err();
-        assert_eq!(cluster.field(), "nodes");
-        assert!(RedisClusterStore::from_nodes(["redis://127.0.0.1:1"]).is_ok());
-    }
-}
+mod tests;

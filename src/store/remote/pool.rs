@@ -2,6 +2,7 @@
 //! pool (feature `deadpool`): one checkout per call.
 
 use super::library::load_library;
+use crate::store::error::Trust;
 use crate::store::StoreError;
 use deadpool_redis::{Pool, PoolError};
 use redis::{Cmd, Value};
@@ -21,7 +22,9 @@ impl PoolTransport {
     /// pool's own errors are in floodgate's words.
     async fn checkout(&self) -> Result<deadpool_redis::Connection, StoreError> {
         self.pool.get().await.map_err(|e| match e {
-            PoolError::Backend(e) => StoreError::connect("redis (pool)", e),
+            PoolError::Backend(e) => {
+                StoreError::connect("redis through the app's pool", Trust::AppClient, e)
+            }
             PoolError::Timeout(_) => {
                 StoreError::unavailable("no connection free in the pool within its wait timeout")
             }

@@ -56,7 +56,10 @@ pub struct NodeReport {
 }
 
 impl NodeReport {
-    /// Where it is (as the store reaches it).
+    /// Where it is, `host:port`: as the URL names it, or for a primary
+    /// found through Sentinel or reached through the app's pool, as the
+    /// server says it was reached (`CLIENT INFO`; `unknown` on a server too
+    /// old to say).
     pub fn address(&self) -> &str {
         &self.address
     }
@@ -92,6 +95,33 @@ impl NodeReport {
     pub fn maxmemory_policy(&self) -> Option<&str> {
         self.maxmemory_policy.as_deref()
     }
+}
+
+/// `redis 7.0.15 (master) at 10.0.0.5:6379, TLS`.
+impl std::fmt::Display for NodeReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} ({}) at {}",
+            self.server, self.version, self.role, self.address
+        )?;
+        if self.tls {
+            f.write_str(", TLS")?;
+        }
+        Ok(())
+    }
+}
+
+/// The server's own address in a `CLIENT INFO` reply (`laddr=host:port`).
+pub(super) fn local_address(client_info: &Value) -> Option<String> {
+    let text = match client_info {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::VerbatimString { text, .. } | Value::SimpleString(text) => text.clone(),
+        _ => return None,
+    };
+    text.split_whitespace()
+        .find_map(|f| f.strip_prefix("laddr="))
+        .map(str::to_owned)
 }
 
 /// A node's report from its answers to `HELLO` and `INFO` (either may have
@@ -166,6 +196,7 @@ pub(super) async fn decide_once<T: Transport>(
     let spec = Spec::FixedWindow {
         limit: 1,
         window_ms: 1_000,
+        jittered: false,
     };
     let target = Target {
         ns: remote.namespace(&crate::store::key::head(
@@ -174,6 +205,7 @@ pub(super) async fn decide_once<T: Transport>(
             spec.tag(),
         )),
         spec,
+        shadow: false,
     };
     let batch = Batch {
         targets: std::slice::from_ref(&target),

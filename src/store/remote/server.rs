@@ -5,12 +5,14 @@
 use super::connect::Connector;
 use super::library::load_library;
 use super::tls::{tls_provider, warn_if_insecure, warn_insecure, Certificates};
-use crate::store::StoreError;
+use crate::store::error::Trust;
+use crate::store::{StoreError, StoreErrorKind};
 use crate::ConfigError;
 use redis::aio::MultiplexedConnection;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionAddr, RedisError, TlsMode, Value};
 use std::fmt;
+use std::time::Duration;
 
 /// The sentinels' own credentials (not the data nodes').
 #[derive(Clone, Default)]
@@ -22,12 +24,17 @@ pub(super) struct SentinelAuth {
 /// Makes the connections of a [`RedisStore`](super::RedisStore).
 pub(super) enum ServerConnector {
     /// One server at a fixed address.
-    Direct { client: Client, to: String },
+    Direct {
+        client: Client,
+        to: String,
+        trust: Trust,
+    },
     /// The primary the sentinels name, asked again on every connection.
     Sentinel {
         client: tokio::sync::Mutex<SentinelClient>,
         to: String,
         tls: bool,
+        trust: Trust,
     },
 }
 
@@ -81,7 +88,12 @@ impl ServerConnector {
         };
         warn_if_insecure(client.get_connection_info().addr());
         let to = format!("redis at {}", client.get_connection_info().addr());
-        Ok(Self::Direct { client, to })
+        let trust = if certs.ca.is_some() {
+            Trust::Given
+        } else {
+            Trust::Platform
+        };
+        Ok(Self::Direct { client, to, trust })
     }
 
     /// The connector of a Sentinel URL (`tls`: `rediss+sentinel://`).
@@ -164,6 +176,11 @@ impl ServerConnector {
             client: tokio::sync::Mutex::new(client),
             to,
             tls,
+            trust: if certs.ca.is_some() {
+                Trust::Given
+            } else {
+                Trust::Platform
+            },
         })
     }
 
@@ -171,6 +188,15 @@ impl ServerConnector {
     pub(super) fn to(&self) -> &str {
         match self {
             Self::Direct { to, .. } | Self::Sentinel { to, .. } => to,
+        }
+    }
+
+    /// `host:port` as the URL names it; `None` for the primary the
+    /// sentinels name (it changes).
+    pub(super) fn address(&self) -> Option<String> {
+        match self {
+            Self::Direct { client, .. } => Some(client.get_connection_info().addr().to_string()),
+            Self::Sentinel { .. } => None,
         }
     }
 
@@ -211,7 +237,38 @@ impl Connector for ServerConnector {
                 client.get_async_connection_with_config(&config()).await
             }
         };
-        result.map_err(|e| StoreError::connect(self.to(), e))
+        let trust = match self {
+            Self::Direct { trust, .. } | Self::Sentinel { trust, .. } => *trust,
+        };
+        result.map_err(|e| StoreError::connect(self.to(), trust, e))
+    }
+
+    /// A TLS connection that never finished may have been made to a port
+    /// that speaks plain text (a plain Redis waits for the end of a line
+    /// the TLS greeting does not send): asked in plain text, it answers.
+    async fn no_connection(&self, within: Duration) -> StoreError {
+        let unavailable = StoreError::unavailable(format!(
+            "no connection to {} within {within:?}: is it running and reachable?",
+            self.to()
+        ));
+        let Self::Direct { client, .. } = self else {
+            return unavailable;
+        };
+        let ConnectionAddr::TcpTls { host, port, .. } = client.get_connection_info().addr() else {
+            return unavailable;
+        };
+        if plain_text_at(host, *port).await {
+            StoreError::new(
+                StoreErrorKind::Tls,
+                format!(
+                    "TLS with {} failed: the server answers in plain text on this port, not \
+                     TLS; use a redis:// URL for it, or the port the server's `tls-port` names",
+                    self.to()
+                ),
+            )
+        } else {
+            unavailable
+        }
     }
 
     async fn send(conn: &mut MultiplexedConnection, cmd: &Cmd) -> Result<Value, RedisError> {
@@ -226,6 +283,25 @@ impl Connector for ServerConnector {
             .await
             .and_then(Value::extract_error)
     }
+}
+
+/// Whether a Redis at `host:port` answers a `PING` in plain text (within
+/// a short bound).
+async fn plain_text_at(host: &str, port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect((host, port)).await.ok()?;
+        stream.write_all(b"PING\r\n").await.ok()?;
+        let mut reply = [0u8; 8];
+        let n = stream.read(&mut reply).await.ok()?;
+        // `+PONG`, or an error such as `-NOAUTH`: RESP either way.
+        Some(n > 0 && matches!(reply[0], b'+' | b'-'))
+    };
+    tokio::time::timeout(Duration::from_millis(500), ask)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
 }
 
 impl fmt::Debug for ServerConnector {

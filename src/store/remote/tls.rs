@@ -76,7 +76,7 @@ fn check_pem(certs: &TlsCertificates, field: &'static str) -> Result<(), ConfigE
         .map_err(|e| ConfigError::new(field, format!("not usable PEM: {e}")))
 }
 
-/// rustls's cryptography for this process: `ring`, unless the app installed
+/// rustls's cryptography for this process: `aws-lc-rs`, unless the app installed
 /// a provider of its own first. Called before any TLS connection is
 /// configured (redis-rs configures TLS from the process's default provider,
 /// and rustls cannot pick one by itself when the app's dependencies enable
@@ -84,7 +84,7 @@ fn check_pem(certs: &TlsCertificates, field: &'static str) -> Result<(), ConfigE
 pub(super) fn tls_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     });
 }
 
