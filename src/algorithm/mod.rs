@@ -62,8 +62,13 @@ pub(crate) use usage::quota_used;
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm
 /// types of this module, or several of them as [`Limits`].
 ///
-/// Sealed, because each needs Lua code and a twin that agree.
-pub trait Algorithm: sealed::Sealed + Clone + std::fmt::Debug + Send + Sync + 'static {}
+/// Sealed, because each needs Lua code and a twin that agree. `PartialEq`
+/// tells a change of limits from none
+/// ([`Limiter::set_algorithm`](crate::Limiter::set_algorithm)).
+pub trait Algorithm:
+    sealed::Sealed + Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static
+{
+}
 
 /// One of the six algorithm types, not a [`Limits`]: what a `Limits` holds,
 /// so that limits never nest.

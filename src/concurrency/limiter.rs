@@ -144,7 +144,7 @@ impl ConcurrencyLimiter {
         let inner = &*self.inner;
         inner.core.run(Ask {
             plan: &inner.plan,
-            own: true,
+            local: None,
             key,
             cost: 1,
             mode,

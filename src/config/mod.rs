@@ -30,7 +30,7 @@
 //!
 //! | `algorithm` | fields |
 //! |---|---|
-//! | `"fixed_window"`, `"sliding_window"` | `limit`, `window`, `jitter` (optional: `false`; `true` is [`FixedWindow::jittered`]) |
+//! | `"fixed_window"`, `"sliding_window"` | `limit`, `window`, `jitter` (optional: `false`; `true` is [`FixedWindow::jittered`](crate::algorithm::FixedWindow::jittered)) |
 //! | `"sliding_log"` | `limit`, `window` |
 //! | `"token_bucket"` | `capacity`, `refill_per_sec` |
 //! | `"leaky_bucket"` | `capacity`, `leak_per_sec` |

@@ -18,6 +18,7 @@
 //! | which requests the limit covers, and in which order with your other middleware | the routes you put it on | [below](#where-the-layer-goes) |
 //! | what a request costs | 1 | [`costs`] |
 //! | several limits, tiers, counting by the response, in-flight limits | one limit | [`several_limits`] |
+//! | changing the limits while the service runs (a reloaded file), keeping what clients used | limits fixed at build | [`changing_limits`] |
 //! | keys never limited or always refused, a limit tried in shadow mode, limits about to bite | none | [`exemptions`] |
 //! | what happens when Redis is slow or down | fail open after 100 ms | [`failures`] |
 //! | which URL for your managed Redis, TLS, Sentinel, the ACL, the eviction policy, what to monitor | - | [`deploying`] |
@@ -177,6 +178,7 @@
 //! through several `.route_layer(...)` calls.
 
 pub mod behind_nginx;
+pub mod changing_limits;
 pub mod choosing_a_key;
 pub mod choosing_an_algorithm;
 pub mod configuration;

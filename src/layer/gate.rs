@@ -4,11 +4,9 @@
 
 use super::responder::{RejectionKind, Responder};
 use super::settle::{Act, DeniedByLimit, Settle};
-use crate::algorithm::Quota;
+use super::OwnFields;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
-use crate::headers::{
-    write_with_policy, FieldSink, HeaderStyle, Kept, LimitReport, LimitValues, Prepared, ResetUnit,
-};
+use crate::headers::{write_with_policy, FieldSink, HeaderStyle, LimitReport, Prepared, ResetUnit};
 use crate::limiter::{Outcome, Plan};
 use crate::{Decision, Error, Reason};
 use bytes::Bytes;
@@ -17,33 +15,25 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// How the rate-limit layer answers, and what it knows of its limiter's
-/// own limits (so that a request under them allocates no names).
+/// How the rate-limit layer answers.
 #[derive(Clone)]
 pub(crate) struct RateResponder {
     pub(crate) responder: Responder,
-    /// The limiter's own limits: name and quota, in order.
-    pub(crate) own: Box<[(Arc<str>, Quota)]>,
-    /// `RateLimit-Policy` for the limiter's own limits: it only changes
-    /// with the limits, so it is built once.
-    pub(crate) policy_field: Option<Kept>,
-    /// The `RateLimit` values of the limiter's own limit, when it has one:
-    /// built once each, so a response's costs a copy, not a formatting.
-    pub(crate) limit_values: Option<Arc<LimitValues>>,
 }
 
 impl RateResponder {
     /// `f` of the reports of each limit's decision: under the limiter's
-    /// own limits, or under `plan`'s.
+    /// own limits (`own`, those the decision was made under), or under
+    /// `plan`'s.
     fn with_reports<R>(
-        &self,
+        own: &OwnFields,
         plan: Option<&Plan>,
         decided: &Outcome,
         f: impl FnOnce(&[LimitReport<'_>]) -> R,
     ) -> R {
         let each = decided.decisions();
         let limit = |i: usize| match plan {
-            None => self.own.get(i).map(|(name, quota)| (&**name, *quota)),
+            None => own.limits.get(i).map(|(name, quota)| (&**name, *quota)),
             Some(plan) => plan
                 .names
                 .get(i)
@@ -78,9 +68,11 @@ pub(crate) struct LeaseResponder {
 
 /// What a request of the rate-limit layer brings to its decision's
 /// outcome: `plan` is a quota resolved for this request (`None`: the
-/// limiter's own limits).
+/// limiter's own limits, of version `generation`: those the decision
+/// started under, whatever changed since).
 pub(crate) struct RateGate {
     pub(crate) plan: Option<Arc<Plan>>,
+    pub(crate) generation: u64,
     pub(crate) settle: Option<Settle>,
 }
 
@@ -124,15 +116,18 @@ enum Fields {
 impl RateResponder {
     /// What `result` leads to; `headers` are the request's (the request
     /// itself stays where it is: it is large to move).
+    /// `own`: the header values of the limiter's own limits the decision
+    /// was made under.
     pub(crate) fn next(
         &self,
         gate: RateGate,
+        own: &OwnFields,
         result: Result<Outcome, Error>,
         headers: &HeaderMap,
     ) -> Next {
-        let RateGate { plan, settle } = gate;
+        let RateGate { plan, settle, .. } = gate;
         let (decided, d) = match verdict(&self.responder, result, headers, |d| {
-            self.with_reports(plan.as_deref(), d, |reports| {
+            Self::with_reports(own, plan.as_deref(), d, |reports| {
                 self.responder
                     .reject(RejectionKind::Limited { reports }, headers)
             })
@@ -152,7 +147,7 @@ impl RateResponder {
         let fields = match trial {
             // An exempt request is not limited: no rate-limit fields.
             None if exempt => Fields::Fixed(Prepared::default()),
-            None => Fields::Fixed(self.fields(plan, &decided, &d)),
+            None => Fields::Fixed(self.fields(own, plan, &decided, &d)),
             Some(cost) => {
                 let uncharged = decided.map_each(|d| {
                     if d.allowed() {
@@ -163,8 +158,8 @@ impl RateResponder {
                 });
                 let overall = uncharged.overall();
                 Fields::Trial(Box::new([
-                    self.fields(plan, &decided, &d),
-                    self.fields(plan, &uncharged, &overall),
+                    self.fields(own, plan, &decided, &d),
+                    self.fields(own, plan, &uncharged, &overall),
                 ]))
             }
         };
@@ -182,7 +177,13 @@ impl RateResponder {
 
     /// The rate-limit fields of `decided` (which adds up to `overall`),
     /// under `plan`'s limits or the limiter's own.
-    fn fields(&self, plan: Option<&Plan>, decided: &Outcome, overall: &Decision) -> Prepared {
+    fn fields(
+        &self,
+        own: &OwnFields,
+        plan: Option<&Plan>,
+        decided: &Outcome,
+        overall: &Decision,
+    ) -> Prepared {
         let mut fields = Prepared::default();
         let style = self.responder.style;
         if style == HeaderStyle::None {
@@ -191,7 +192,7 @@ impl RateResponder {
         // The limiter's one own limit in the IETF style, the usual case:
         // both values are kept ones, so nothing is built.
         if let (None, HeaderStyle::Ietf, Some(policy), Some(values)) =
-            (plan, style, &self.policy_field, &self.limit_values)
+            (plan, style, &own.policy_field, &own.limit_values)
         {
             if decided.is_single() && !overall.is_degraded() {
                 if let Some(limit) = values.own(overall) {
@@ -212,14 +213,14 @@ impl RateResponder {
         } else {
             SystemTime::UNIX_EPOCH
         };
-        let own = plan.is_none();
+        let is_own = plan.is_none();
         // The kept policy lists every limit, those in shadow mode too.
-        let policy = self
+        let policy = own
             .policy_field
             .as_ref()
-            .filter(|_| own && decided.shadow_mask() == 0);
-        let values = self.limit_values.as_deref().filter(|_| own);
-        self.with_reports(plan, decided, |reports| {
+            .filter(|_| is_own && decided.shadow_mask() == 0);
+        let values = own.limit_values.as_deref().filter(|_| is_own);
+        Self::with_reports(own, plan, decided, |reports| {
             write_with_policy(style, reports, at, &mut fields, policy, values);
         });
         fields

@@ -4,11 +4,9 @@
 //! turned into a limiter's core in one place, and set them with the same
 //! methods, written out on each.
 
-use super::allotments::Allotments;
 use super::core::Core;
-use super::deny_cache::DenyCache;
 use super::exemptions::Exemptions;
-use super::hot_keys::{HotKeys, Sharing};
+use super::hot_keys::HotKeys;
 use super::Limiter;
 use crate::algorithm::Algorithm;
 use crate::clock::Clock;
@@ -89,8 +87,9 @@ impl Settings {
             prefix: self.prefix.into(),
             clock: self.clock,
             guard: Guard::new(self.timeout, self.policy, self.breaker, self.hook),
-            deny_cache: deny_cache.map(DenyCache::new),
-            allotments: None,
+            deny_cache,
+            hot_keys: None,
+            wait: self.timeout,
             exemptions: self.exemptions,
         }
     }
@@ -247,35 +246,18 @@ impl<A: Algorithm> LimiterBuilder<A> {
     /// # Errors
     /// A [`ConfigError`] naming the field: `prefix`, `name`, `timeout`,
     /// `on_store_failure` (a fallback that is not a rate limiter) or
-    /// `hot_keys` (a sliding log or leaky bucket, a zero setting, or a
-    /// limit too small to share).
+    /// `hot_keys` (a limit in shadow mode, a sliding log or leaky bucket,
+    /// a zero setting, or a limit too small to share).
     pub fn build(self) -> Result<Limiter<A>, ConfigError> {
-        let sharing = match self.hot_keys {
-            None => None,
-            Some(_) if self.algorithm.shadowed() != 0 => {
-                return Err(ConfigError::new(
-                    "hot_keys",
-                    "a limit in shadow mode is decided by the store on every request: take it out of shadow mode or turn hot keys off",
-                ));
-            }
-            Some(hot) => {
-                let specs: Vec<_> = self.algorithm.parts().into_iter().map(|p| p.1).collect();
-                Some(Sharing::new(hot, &specs)?)
-            }
-        };
-        // Hot keys answer denials locally too: through the deny cache.
-        let deny_cache = match (&sharing, self.deny_cache) {
-            (Some(s), None) => NonZeroUsize::new(s.max_keys),
-            (_, cache) => cache,
-        };
-        let wait = self.settings.timeout;
-        let mut core = self.settings.core(FallbackKind::Rate, deny_cache)?;
-        core.allotments = sharing.map(|s| Allotments::new(s, &core.name, wait));
-        Ok(Limiter::from_core(core, self.algorithm))
+        let mut core = self.settings.core(FallbackKind::Rate, self.deny_cache)?;
+        core.hot_keys = self.hot_keys;
+        // The same check as a change of limits (`Limiter::set_algorithm`).
+        let sharing = core.sharing(&self.algorithm)?;
+        Ok(Limiter::from_core(core, self.algorithm, sharing))
     }
 
     /// The limiter of the default settings, which are valid.
     pub(crate) fn build_defaults(self) -> Limiter<A> {
-        Limiter::from_core(self.settings.into_core(None), self.algorithm)
+        Limiter::from_core(self.settings.into_core(None), self.algorithm, None)
     }
 }

@@ -2,7 +2,8 @@
 //! `check_all`, `check_with`, `peek`, `refund`, `refund_with`, the layers,
 //! a concurrency limiter's `acquire`, `peek` and releases) comes here:
 //!
-//! plan (limits → store targets; exemptions: a listed key is answered
+//! plan (limits → store targets; the limiter's own as the call read them,
+//! once, as it started: `own.rs`; exemptions: a listed key is answered
 //! here) → deny cache → hot key's allotment
 //! (`allotments/`, with `HotKeys`) → store → guard (timeout, breaker,
 //! failure policy) → combine → deny cache → metrics.
@@ -11,18 +12,22 @@
 //! ready before `run` returns: no future, no timeout, no breaker (it cannot
 //! fail). Any other store answers with a future, which the guard bounds.
 
-use super::allotments::Allotments;
 use super::deny_cache::DenyCache;
 use super::exemptions::Exemptions;
+use super::hot_keys::HotKeys;
 use super::outcome::Outcome;
 use super::outcome::{AsOutcome, Finish};
-use crate::algorithm::{Quota, Reply, Spec};
+use super::own::Local;
+use super::plan::Plan;
+use crate::algorithm::Reply;
 use crate::clock::Clock;
 use crate::failure::Guard;
 use crate::metrics::Metrics;
 use crate::pending::Pending;
-use crate::store::{Answer, Batch, Mode, Store, Target};
+use crate::store::{Answer, Batch, Mode, Store};
+use std::num::NonZeroUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A limiter apart from its limits: shared by its clones and decisions.
 pub(crate) struct Core {
@@ -32,42 +37,26 @@ pub(crate) struct Core {
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) guard: Guard,
     pub(crate) metrics: Metrics,
-    pub(crate) deny_cache: Option<DenyCache>,
-    /// Hot keys decided from allotments (`HotKeys`), for the own limits.
-    pub(crate) allotments: Option<Allotments>,
+    /// How many denials each set of the limiter's own limits remembers
+    /// (`Local::deny_cache`), if it has a deny cache.
+    pub(crate) deny_cache: Option<NonZeroUsize>,
+    /// Hot keys decided from allotments (`Local::allotments`), for the own
+    /// limits.
+    pub(crate) hot_keys: Option<HotKeys>,
+    /// The timeout: how long a request waits for a hot key's slice.
+    pub(crate) wait: Duration,
     /// Keys never limited and keys always refused, when given.
     pub(crate) exemptions: Option<Exemptions>,
-}
-
-/// The limits one call decides: each one's name on the wire and its store
-/// target, in order. Never empty.
-#[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    pub(crate) names: Box<[Arc<str>]>,
-    pub(crate) targets: Box<[Target]>,
-    /// The largest cost any target can tell from a larger one (the largest
-    /// maximum + 1): costs are clamped to it, once per call.
-    pub(crate) cost_cap: u64,
-    /// Bit `i`: target `i` is in shadow mode (0: none, the usual case).
-    pub(crate) shadowed: u16,
-}
-
-impl Plan {
-    /// Each limit's name and quota, in order.
-    pub(crate) fn limits(&self) -> impl Iterator<Item = (&Arc<str>, Quota)> {
-        self.names
-            .iter()
-            .zip(&*self.targets)
-            .map(|(name, t)| (name, t.spec.quota()))
-    }
 }
 
 /// One call of the path.
 #[derive(Clone, Copy)]
 pub(crate) struct Ask<'a> {
     pub(crate) plan: &'a Plan,
-    /// The plan is the limiter's own (the deny cache only knows those).
-    pub(crate) own: bool,
+    /// What this process keeps under the limiter's own limits (the deny
+    /// cache, the hot keys), when `plan` is theirs and it keeps anything
+    /// (`None` too for limits of this call only: those are not kept).
+    pub(crate) local: Option<&'a Arc<Local>>,
     pub(crate) key: &'a str,
     pub(crate) cost: u64,
     pub(crate) mode: Mode,
@@ -83,34 +72,6 @@ pub(crate) struct Ask<'a> {
 }
 
 impl Core {
-    /// The plan of `parts` (each limit's own name, `None` for the limiter's,
-    /// and its spec): the store names their keys
-    /// `{prefix}:{limiter}[/{limit}]:{tag}:{…}`, so state is shared exactly
-    /// by limits of the same prefix, names and algorithm.
-    /// `shadowed`: bit `i` when part `i` is in shadow mode.
-    pub(crate) fn plan(&self, parts: Vec<(Option<Arc<str>>, Spec)>, shadowed: u16) -> Plan {
-        let (names, targets): (Vec<_>, Vec<_>) = parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, (limit, spec))| {
-                let (name, namespace) = match limit {
-                    None => (self.name.clone(), self.name.to_string()),
-                    Some(l) => (l.clone(), format!("{}/{l}", self.name)),
-                };
-                let ns = self.store.namespace(&self.prefix, &namespace, spec.tag());
-                let shadow = i < 16 && shadowed & (1 << i) != 0;
-                (name, Target { ns, spec, shadow })
-            })
-            .unzip();
-        let cost_cap = targets.iter().map(|t| t.spec.cost_cap()).max();
-        Plan {
-            names: names.into(),
-            cost_cap: cost_cap.unwrap_or(u64::MAX),
-            targets: targets.into(),
-            shadowed,
-        }
-    }
-
     /// The time of a decision: the limiter's clock, or `None` for the store's.
     #[inline]
     fn now(&self) -> Option<u64> {
@@ -159,12 +120,12 @@ impl Core {
         cost: u64,
         finish: F,
     ) -> Pending<F::Output> {
-        if ask.own {
-            if let (Some(table), Mode::Check) = (&self.allotments, ask.mode) {
+        if let Some(local) = ask.local {
+            if let (Some(table), Mode::Check) = (&local.allotments, ask.mode) {
                 return self.allotted(table, &ask, cost, finish);
             }
-            if self.deny_cache.is_some() {
-                return self.cached(&ask, cost, finish);
+            if let Some(cache) = &local.deny_cache {
+                return self.cached(cache, &ask, cost, finish);
             }
         }
         self.decide(&ask, cost, None, finish)
@@ -175,23 +136,22 @@ impl Core {
     #[inline(never)]
     fn cached<F: Finish>(
         self: &Arc<Self>,
+        cache: &DenyCache,
         ask: &Ask<'_>,
         cost: u64,
         finish: F,
     ) -> Pending<F::Output> {
         // The time the cache measures with.
         let asked = self.local_now();
-        if let Some(cache) = &self.deny_cache {
-            match ask.mode {
-                Mode::Check => {
-                    if let Some(hit) = cache.get(ask.key, cost, asked) {
-                        self.metrics.cache_hit(&hit.overall());
-                        return Pending::ready(Ok(finish.finish(hit)));
-                    }
+        match ask.mode {
+            Mode::Check => {
+                if let Some(hit) = cache.get(ask.key, cost, asked) {
+                    self.metrics.cache_hit(&hit.overall());
+                    return Pending::ready(Ok(finish.finish(hit)));
                 }
-                Mode::Refund => cache.forget(ask.key),
-                Mode::Peek => {}
             }
+            Mode::Refund => cache.forget(ask.key),
+            Mode::Peek => {}
         }
         self.decide(ask, cost, Some(asked), finish)
     }
@@ -255,7 +215,7 @@ impl Core {
     ) -> Pending<F::Output> {
         match self.store.decide(batch) {
             Answer::One(ref reply) if ask.plan.shadowed == 0 => {
-                self.ready_one(ask.counted, batch, asked, reply, finish)
+                self.ready_one(ask, batch, asked, reply, finish)
             }
             Answer::One(ref reply) => {
                 self.ready(ask, batch, asked, std::slice::from_ref(reply), finish)
@@ -273,7 +233,7 @@ impl Core {
     #[inline(always)]
     fn ready_one<F: Finish>(
         &self,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         reply: &Reply,
@@ -282,9 +242,9 @@ impl Core {
         if asked.is_some() {
             let one = std::slice::from_ref(reply);
             let outcome = Outcome::replied(one);
-            return self.ready_outcome(counted, batch, asked, outcome, None, finish);
+            return self.ready_outcome(ask, batch, asked, outcome, None, finish);
         }
-        if counted {
+        if ask.counted {
             self.metrics
                 .decided_reply(reply.reason, reply.is_near_limit());
         }
@@ -303,7 +263,7 @@ impl Core {
     ) -> Pending<F::Output> {
         let outcome = Outcome::replied(replies);
         let shadow = Some(ask.plan).filter(|p| p.shadowed != 0);
-        self.ready_outcome(ask.counted, batch, asked, outcome, shadow, finish)
+        self.ready_outcome(ask, batch, asked, outcome, shadow, finish)
     }
 
     /// [`ready`](Self::ready) of the replies read (`shadow`: the plan, when
@@ -311,7 +271,7 @@ impl Core {
     #[inline(always)]
     fn ready_outcome<F: Finish>(
         &self,
-        counted: bool,
+        ask: &Ask<'_>,
         batch: &Batch<'_>,
         asked: Option<u64>,
         outcome: Option<Outcome>,
@@ -321,22 +281,27 @@ impl Core {
         let Some(mut outcome) = outcome else {
             return Pending::ready(Err(super::outcome::none()));
         };
+        let counted = ask.counted;
         if let Some(plan) = shadow {
             outcome = self.shadowed(outcome, plan.shadowed, counted.then_some(&plan.names[..]));
         }
-        self.record(batch.mode, counted, batch.key, batch.cost, asked, &outcome);
+        let cache = asked.and(ask.local).and_then(|l| l.deny_cache.as_ref());
+        let (mode, key, cost) = (batch.mode, batch.key, batch.cost);
+        self.record(mode, counted, key, cost, cache, asked, &outcome);
         Pending::ready(Ok(finish.finish(outcome)))
     }
 
-    /// What follows a decision: metrics, and the deny cache (`asked`: when
-    /// it was asked, for the limiter's own limits, when it has one).
+    /// What follows a decision: metrics, and the deny cache of the limits
+    /// it was made under (`asked`: when it was asked, if it was).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record(
         &self,
         mode: Mode,
         counted: bool,
         key: &str,
         cost: u64,
+        cache: Option<&DenyCache>,
         asked: Option<u64>,
         d: &Outcome,
     ) {
@@ -351,7 +316,7 @@ impl Core {
         if mode != Mode::Check {
             return;
         }
-        if let (Some(cache), Some(asked)) = (&self.deny_cache, asked) {
+        if let (Some(cache), Some(asked)) = (cache, asked) {
             cache.learn(key, cost, asked, d);
         }
     }

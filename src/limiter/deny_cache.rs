@@ -119,6 +119,12 @@ impl DenyCache {
         );
     }
 
+    /// Forget every denial, and the room they took: the limits they were
+    /// made under changed.
+    pub(crate) fn clear(&self) {
+        *self.lock() = Map::default();
+    }
+
     /// What the cache learns from a decision of the limiter's own limits
     /// asked at `asked`: a denial to remember, or an admission that makes
     /// what it remembers of the key stale.

@@ -33,6 +33,11 @@ impl Core {
         let (key, lease) = (SmolStr::new(batch.key), SmolStr::new(batch.lease));
         // The failure policy answers for the request's cost, not a slice.
         let (mode, cost, core) = (batch.mode, batch.cost - ask.slice, self.clone());
+        // The deny cache of the limits this decision started with, if asked.
+        let local = asked
+            .and(ask.local)
+            .filter(|l| l.deny_cache.is_some())
+            .cloned();
         let decision = async move {
             let started = crate::clock::ticks();
             let call = Call {
@@ -51,7 +56,8 @@ impl Core {
             if let Some((mask, names)) = &shadow {
                 outcome = core.shadowed(outcome, *mask, counted.then_some(&names[..]));
             }
-            core.record(mode, counted, &key, cost, asked, &outcome);
+            let cache = local.as_ref().and_then(|l| l.deny_cache.as_ref());
+            core.record(mode, counted, &key, cost, cache, asked, &outcome);
             Ok(finish.finish(outcome))
         };
         Pending::later(boxed(decision, span))

@@ -3,27 +3,34 @@
 
 mod allotments;
 mod builder;
+mod change;
 mod core;
+mod current;
 mod deny_cache;
 mod exemptions;
 mod hot_keys;
 mod later;
 mod outcome;
+mod own;
+mod plan;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
-pub(crate) use self::core::{Ask, Core, Plan};
+pub(crate) use self::core::{Ask, Core};
 pub use self::exemptions::Exemptions;
 pub use self::hot_keys::HotKeys;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
+use self::own::{Local, Version, Versions};
+use self::plan::decisions;
+pub(crate) use self::plan::Plan;
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
 use crate::failure::FallbackDecider;
 use crate::failure::{CircuitState, FailurePolicy, FallbackKind, FallbackLimiter};
 use crate::store::{Mode, Store};
-use crate::{Decision, Decisions, Error, LimitDecision};
+use crate::{Decision, Decisions, Error};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -62,9 +69,9 @@ pub struct Limiter<A> {
 
 struct Inner<A> {
     core: Arc<Core>,
-    /// The plan of the limiter's own limits.
-    own: Plan,
-    algorithm: A,
+    /// The limiter's own limits: the current version, and those decisions
+    /// in flight may have started under.
+    versions: Versions<A>,
 }
 
 impl<A> Clone for Limiter<A> {
@@ -87,13 +94,14 @@ impl<A: Algorithm> Limiter<A> {
         Self::builder(store, algorithm).build_defaults()
     }
 
-    pub(crate) fn from_core(core: Core, algorithm: A) -> Self {
-        let own = core.plan(algorithm.parts(), algorithm.shadowed());
+    /// The limiter of `core` and `algorithm`, with what the hot keys make
+    /// of it (checked: [`Core::sharing`]).
+    pub(crate) fn from_core(core: Core, algorithm: A, sharing: Option<hot_keys::Sharing>) -> Self {
+        let first = core.version(algorithm, sharing, 0);
         Self {
             inner: Arc::new(Inner {
                 core: Arc::new(core),
-                own,
-                algorithm,
+                versions: Versions::new(first),
             }),
         }
     }
@@ -133,8 +141,17 @@ impl<A: Algorithm> Limiter<A> {
     /// (or a fallback whose own store fails that way); any other failure is
     /// answered by the failure policy.
     pub async fn check_all(&self, key: &str, cost: u64) -> Result<Decisions, Error> {
-        let decided = self.start(None, key, cost, Mode::Check).await?;
-        Ok(decisions(&self.inner.own, &decided))
+        // Decided and reported under the same limits, whatever changes meanwhile.
+        let version = self.version();
+        let ask = ask(
+            &version.plan,
+            version.local.as_ref(),
+            key,
+            cost,
+            Mode::Check,
+        );
+        let decided = self.inner.core.run(ask).await?;
+        Ok(decisions(&version.plan, &decided))
     }
 
     /// Like [`check_all`](Self::check_all), with the limits of `limits`
@@ -197,13 +214,6 @@ impl<A: Algorithm> Limiter<A> {
         self.overall(Some(&plan), key, cost, Mode::Refund).await
     }
 
-    /// The plan of `algorithm`'s limits under this limiter's names.
-    pub(crate) fn plan(&self, algorithm: &A) -> Plan {
-        self.inner
-            .core
-            .plan(algorithm.parts(), algorithm.shadowed())
-    }
-
     /// What the limits of `plan` (the limiter's own when `None`) add up
     /// to: what `check`, `peek` and `refund` return.
     #[inline(always)]
@@ -229,19 +239,16 @@ impl<A: Algorithm> Limiter<A> {
         }
     }
 
-    /// One call of the decision path.
+    /// One call of the decision path, under `plan` or else the limiter's
+    /// own limits as they are now: read once here (one atomic load), and
+    /// kept by the decision to its end whatever changes meanwhile.
     #[inline(always)]
     fn ask<'a>(&'a self, plan: Option<&'a Plan>, key: &'a str, cost: u64, mode: Mode) -> Ask<'a> {
-        Ask {
-            plan: plan.unwrap_or(&self.inner.own),
-            own: plan.is_none(),
-            key,
-            cost,
-            mode,
-            counted: mode == Mode::Check,
-            lease: "",
-            slice: 0,
+        if let Some(plan) = plan {
+            return ask(plan, None, key, cost, mode);
         }
+        let version = self.version();
+        ask(&version.plan, version.local.as_ref(), key, cost, mode)
     }
 
     /// Start a decision of `plan` (the limiter's own when `None`): what
@@ -252,11 +259,13 @@ impl<A: Algorithm> Limiter<A> {
     }
 
     /// Start what a layer asks of this limiter for a request (`plan`: its
-    /// limits when resolved per request, else the limiter's own).
+    /// limits when resolved per request, else the limiter's own in
+    /// `version`, as the layer read them).
     #[inline(always)]
     pub(crate) fn start_for_layer(
         &self,
         plan: Option<&Plan>,
+        version: &Version<A>,
         key: &str,
         cost: u64,
         call: LayerCall,
@@ -267,11 +276,11 @@ impl<A: Algorithm> Limiter<A> {
             LayerCall::LateCharge => (Mode::Check, false),
             LayerCall::Refund => (Mode::Refund, false),
         };
-        let ask = Ask {
-            counted,
-            ..self.ask(plan, key, cost, mode)
+        let ask = match plan {
+            Some(plan) => ask(plan, None, key, cost, mode),
+            None => ask(&version.plan, version.local.as_ref(), key, cost, mode),
         };
-        self.inner.core.run(ask)
+        self.inner.core.run(Ask { counted, ..ask })
     }
 
     /// What this limiter does when its store fails.
@@ -285,15 +294,17 @@ impl<A: Algorithm> Limiter<A> {
         self.inner.core.guard.circuit_state()
     }
 
-    /// The algorithm and its parameters.
+    /// The algorithm and its parameters: the current ones, after any
+    /// [`set_algorithm`](Self::set_algorithm).
     pub fn algorithm(&self) -> &A {
-        &self.inner.algorithm
+        &self.inner.versions.current().algorithm
     }
 
-    /// Each limit's name and quota, as they read on the wire.
+    /// Each limit's name and quota, as they read on the wire (the current
+    /// limits).
     pub fn quotas(&self) -> impl Iterator<Item = (&str, Quota)> {
-        self.inner
-            .own
+        self.version()
+            .plan
             .limits()
             .map(|(name, quota)| (&**name, quota))
     }
@@ -334,21 +345,33 @@ pub(crate) enum LayerCall {
     Refund,
 }
 
-/// Each limit's decision, with its name and quota.
-pub(crate) fn decisions(plan: &Plan, decided: &Outcome) -> Decisions {
-    let each = plan
-        .limits()
-        .zip(decided.each())
-        .map(|((name, quota), decision)| LimitDecision::new(name.clone(), quota, decision))
-        .collect();
-    Decisions::new(decided.overall(), each)
+/// One call of the decision path under `plan` (`local`: what this process
+/// keeps under the limiter's own limits, when `plan` is theirs).
+#[inline(always)]
+fn ask<'a>(
+    plan: &'a Plan,
+    local: Option<&'a Arc<Local>>,
+    key: &'a str,
+    cost: u64,
+    mode: Mode,
+) -> Ask<'a> {
+    Ask {
+        plan,
+        local,
+        key,
+        cost,
+        mode,
+        counted: mode == Mode::Check,
+        lease: "",
+        slice: 0,
+    }
 }
 
 impl<A: fmt::Debug> fmt::Debug for Limiter<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limiter")
             .field("core", &self.inner.core)
-            .field("algorithm", &self.inner.algorithm)
+            .field("algorithm", &self.inner.versions.current().algorithm)
             .finish()
     }
 }

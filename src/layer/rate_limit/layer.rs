@@ -1,6 +1,6 @@
 use super::service::RateLimit;
 use crate::algorithm::Algorithm;
-use crate::headers::{ceil_secs, policy_field, HeaderStyle, Kept, LimitReport, LimitValues};
+use crate::headers::HeaderStyle;
 use crate::key::{KeyExtractor, RequestView};
 use crate::layer::cost::Pricing;
 use crate::layer::gate::RateResponder;
@@ -8,13 +8,12 @@ use crate::layer::predicate::charging::{CountOnlyWhen, RefundWhen, Upfront};
 use crate::layer::predicate::StatusPredicate;
 use crate::layer::responder::{Rejection, Responder};
 use crate::layer::settle::Counting;
-use crate::{Decision, Limiter};
+use crate::Limiter;
 use bytes::Bytes;
 use http::Response;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
 use tower_layer::Layer;
 
 /// Rate-limits the requests of any tower service: takes a key from each
@@ -100,9 +99,6 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
     pub fn new(limiter: Limiter<A>, extractor: K) -> Self {
         let responder = Arc::new(RateResponder {
             responder: Responder::new(limiter.name()),
-            own: limiter.quotas().map(|(n, q)| (n.into(), q)).collect(),
-            policy_field: own_policy_field(&limiter),
-            limit_values: own_limit_values(&limiter),
         });
         Self {
             config: Arc::new(RateLimitConfig {
@@ -254,29 +250,6 @@ impl<K, A> RateLimitConfig<K, A> {
     fn responder_mut(&mut self) -> &mut Responder {
         &mut Arc::make_mut(&mut self.responder).responder
     }
-}
-
-/// `RateLimit-Policy` for the limiter's own limits (any decision will do:
-/// the field reads only names and quotas).
-fn own_policy_field<A: Algorithm>(limiter: &Limiter<A>) -> Option<Kept> {
-    let decision = Decision::within_limit(0, 0, Duration::ZERO);
-    let reports: Vec<_> = limiter
-        .quotas()
-        .map(|(name, quota)| LimitReport::new(name, quota, &decision))
-        .collect();
-    policy_field(&reports).map(Kept::new)
-}
-
-/// The `RateLimit` values of the limiter's own limit, when it has exactly
-/// one (with several, the value names whichever is most restrictive).
-fn own_limit_values<A: Algorithm>(limiter: &Limiter<A>) -> Option<Arc<LimitValues>> {
-    let mut quotas = limiter.quotas();
-    let (name, quota) = quotas.next()?;
-    if quotas.next().is_some() {
-        return None;
-    }
-    let values = LimitValues::new(name, quota.units, ceil_secs(quota.window));
-    Some(Arc::new(values))
 }
 
 impl<S, K, A, C> Layer<S> for RateLimitLayer<K, A, C> {

@@ -120,8 +120,11 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             Counting::OnlyWhen(_) => LayerCall::Trial,
             _ => LayerCall::Check,
         };
-        let decision = limiter.start_for_layer(plan.as_deref(), &key, cost, call);
+        // The limiter's own limits, read once: decided and reported under them.
+        let version = limiter.version();
+        let decision = limiter.start_for_layer(plan.as_deref(), version, &key, cost, call);
         let gate = RateGate {
+            generation: version.generation,
             settle: this.counting.may_act(this.refund_inner).then(|| Settle {
                 rule: this.clone(),
                 charge: Charge {
@@ -136,7 +139,8 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
     }
 
     fn next(&self, gate: RateGate, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
-        self.responder.next(gate, result, headers)
+        let own = self.limiter.version_of(gate.generation).fields();
+        self.responder.next(gate, own, result, headers)
     }
 }
 
@@ -156,8 +160,10 @@ impl<K: KeyExtractor, A: Algorithm> Rule for RateLimitConfig<K, A> {
             Act::Charge => LayerCall::LateCharge,
             Act::Refund => LayerCall::Refund,
         };
+        // Under the limiter's own limits as they are now.
+        let version = self.limiter.version();
         self.limiter
-            .start_for_layer(plan, key, cost, call)
+            .start_for_layer(plan, version, key, cost, call)
             .detach("settlement of a charge");
     }
 }

@@ -36,7 +36,8 @@ impl Core {
         finish: F,
     ) -> Result<Pending<F::Output>, (TakeDone, F)> {
         let now = self.local_now();
-        if let Some(cache) = &self.deny_cache {
+        let cache = ask.local.and_then(|l| l.deny_cache.as_ref());
+        if let Some(cache) = cache {
             if let Some(hit) = cache.get(ask.key, cost, now) {
                 self.metrics.cache_hit(&hit.overall());
                 return Ok(Pending::ready(Ok(finish.finish(hit))));
@@ -49,7 +50,7 @@ impl Core {
                 counted: false,
                 ..*ask
             };
-            if let Some(cache) = &self.deny_cache {
+            if let Some(cache) = cache {
                 cache.forget(ask.key);
             }
             self.decide(&refund, give_back, None, AsOutcome)
@@ -67,7 +68,8 @@ impl Core {
                 if ask.counted {
                     table.counted_local();
                 }
-                self.record(ask.mode, ask.counted, ask.key, cost, Some(now), &outcome);
+                let (mode, counted) = (ask.mode, ask.counted);
+                self.record(mode, counted, ask.key, cost, cache, Some(now), &outcome);
                 Pending::ready(Ok(finish.finish(outcome)))
             }
             Step::Take { want, id } if fits(want) => self.take(ask, cost, (want, id), now, finish),
@@ -91,15 +93,19 @@ impl Core {
         done: TakeDone,
         finish: F,
     ) -> Pending<F::Output> {
-        let (core, plan, key) = (self.clone(), ask.plan.clone(), ask.key.to_owned());
+        // The limits this decision started with, whatever changes meanwhile.
+        let (core, local, key) = (self.clone(), ask.local.cloned(), ask.key.to_owned());
         let (mode, counted) = (ask.mode, ask.counted);
         let decision = async move {
-            let Some(table) = &core.allotments else {
+            let Some((local, table)) = local
+                .as_ref()
+                .and_then(|l| Some((l, l.allotments.as_ref()?)))
+            else {
                 return Err(crate::limiter::outcome::none());
             };
             let ask = Ask {
-                plan: &plan,
-                own: true,
+                plan: &local.plan,
+                local: Some(local),
                 key: &key,
                 cost,
                 mode,
@@ -130,10 +136,13 @@ impl Core {
         now: u64,
         finish: F,
     ) -> Pending<F::Output> {
-        let (core, plan, key) = (self.clone(), ask.plan.clone(), ask.key.to_owned());
+        let (core, local, key) = (self.clone(), ask.local.cloned(), ask.key.to_owned());
         let counted = ask.counted;
         let decision = async move {
-            let Some(table) = &core.allotments else {
+            let Some((local, table)) = local
+                .as_ref()
+                .and_then(|l| Some((l, l.allotments.as_ref()?)))
+            else {
                 return Err(crate::limiter::outcome::none());
             };
             // Ends the take however this future ends (given up included).
@@ -143,8 +152,8 @@ impl Core {
                 id,
             };
             let mut ask = Ask {
-                plan: &plan,
-                own: true,
+                plan: &local.plan,
+                local: Some(local),
                 key: &key,
                 cost,
                 mode: Mode::Check,
@@ -178,7 +187,8 @@ impl Core {
             } else {
                 return alone(&core, &ask, counted, now, finish).await;
             };
-            core.record(Mode::Check, counted, &key, cost, Some(now), &outcome);
+            let cache = local.deny_cache.as_ref();
+            core.record(Mode::Check, counted, &key, cost, cache, Some(now), &outcome);
             Ok(finish.finish(outcome))
         };
         Pending::later(Box::pin(decision))

@@ -280,6 +280,20 @@ impl Allotments {
         }
     }
 
+    /// Forget every key, and the room they took: the limits changed. The
+    /// units held are left to expire; requests waiting for a take ask
+    /// again (under the limits they started with).
+    pub(crate) fn clear(&self) {
+        let mut table = self.lock();
+        for heat in table.keys.values_mut() {
+            if let Some(t) = heat.taking.take() {
+                t.done.notify_waiters();
+            }
+        }
+        // The latest instant stays: time never runs backwards.
+        table.keys = Map::default();
+    }
+
     /// Take `id` for `key` ended without a slice (or was given up).
     pub(crate) fn took_none(&self, key: &str, id: u64) {
         if let Some(heat) = self.lock().keys.get_mut(&*bounded(key)) {
