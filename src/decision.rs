@@ -35,6 +35,9 @@ pub struct Decision {
     degraded: bool,
 }
 
+// Every field is shown: the times through their getters, as `Duration`s (the
+// output a derived `Debug` gave before the times were kept in ms).
+#[allow(clippy::missing_fields_in_debug)]
 impl std::fmt::Debug for Decision {
     /// As the getters read it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -402,6 +405,22 @@ mod tests {
         // A tie keeps the first given.
         let twin = Decision::within_limit(10, 1, ms(500));
         assert_eq!(Decision::most_restrictive(few, &[twin]), few);
+    }
+
+    #[test]
+    fn times_kept_in_ms_read_and_print_as_durations() {
+        let d = Decision::over_limit(10, 0, Duration::from_micros(1_499_001), ms(20));
+        assert_eq!(
+            format!("{d:?}"),
+            "Decision { limit: 10, remaining: 0, reset_after: 1.5s, retry_after: Some(20ms), \
+             delay: 0ns, reason: OverLimit, degraded: false }"
+        );
+        // The longest wait a decision holds still ranks below no wait at all.
+        let longest = Decision::over_limit(10, 0, ms(0), Duration::MAX);
+        assert_eq!(longest.retry_after(), Some(ms(u64::MAX)));
+        let never = Decision::cost_too_high(10, 0, ms(0));
+        assert_eq!(Decision::most_restrictive(longest, &[never]), never);
+        assert_eq!(longest.aged(ms(5)).retry_after(), Some(ms(u64::MAX - 4)));
     }
 
     #[test]
