@@ -3,7 +3,6 @@
 
 use super::spec::ms;
 use crate::decision::{Decision, Reason};
-use std::time::Duration;
 
 /// A decision as the scripts return it: whole numbers, durations in ms
 /// rounded up, `retry_ms` -1 for none.
@@ -89,14 +88,14 @@ impl Reply {
     /// (no wait).
     #[inline(always)]
     pub(crate) fn decision(self) -> Decision {
-        let d = |v: i64| Duration::from_millis(v.max(0).unsigned_abs());
-        Decision::new(
+        let n = |v: i64| v.max(0).unsigned_abs();
+        Decision::from_ms(
             self.reason,
-            self.limit.max(0).unsigned_abs(),
-            self.remaining.max(0).unsigned_abs(),
-            d(self.reset_ms),
-            (self.retry_ms >= 0).then(|| d(self.retry_ms)),
-            d(self.delay_ms),
+            n(self.limit),
+            n(self.remaining),
+            n(self.reset_ms),
+            (self.retry_ms >= 0).then(|| n(self.retry_ms)),
+            n(self.delay_ms),
         )
     }
 }
