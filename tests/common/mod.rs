@@ -408,12 +408,14 @@ impl RedisServer {
         self.signal("-CONT");
     }
 
+    /// Send `sig` with the shell's own `kill` (a minimal Debian has no
+    /// `/bin/kill`: it comes with procps).
     fn signal(&self, sig: &str) {
         let pid = self.child.as_ref().expect("a running redis-server").id();
-        let status = Command::new("kill")
-            .args([sig, &pid.to_string()])
+        let status = Command::new("sh")
+            .args(["-c", "kill \"$0\" \"$1\"", sig, &pid.to_string()])
             .status()
-            .expect("kill(1)");
+            .expect("sh -c kill");
         assert!(status.success(), "kill {sig} {pid}");
     }
 
