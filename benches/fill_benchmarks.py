@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Fill BENCHMARKS.md's {{name}} placeholders from the figures of run_all.sh.
+"""Write BENCHMARKS.md from its template, benches/BENCHMARKS.template.md,
+its {{name}} placeholders filled from the figures of run_all.sh.
 
-    python3 benches/fill_benchmarks.py /tmp/floodgate-bench/figures.txt [BENCHMARKS.md]
+    python3 benches/fill_benchmarks.py /tmp/floodgate-bench/figures.txt [TEMPLATE [OUT]]
+
+The template keeps the placeholders, so that the next run fills them again;
+change the text there, not in BENCHMARKS.md.
 
 The figures file holds `name=value` lines (what benches/run_all.sh prints at
 its end). Each `{{name}}` becomes its value; whole numbers of 5 digits or
@@ -34,7 +38,7 @@ def shown(value: str) -> str:
 
 
 def main() -> int:
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) not in (2, 3, 4):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     figures = {}
@@ -42,8 +46,10 @@ def main() -> int:
         name, sep, value = line.partition("=")
         if sep and value.strip():
             figures[name.strip()] = value.strip()
-    doc = Path(sys.argv[2] if len(sys.argv) == 3 else Path(__file__).parent.parent / "BENCHMARKS.md")
-    text = doc.read_text()
+    here = Path(__file__).parent
+    template = Path(sys.argv[2]) if len(sys.argv) >= 3 else here / "BENCHMARKS.template.md"
+    doc = Path(sys.argv[3]) if len(sys.argv) == 4 else here.parent / "BENCHMARKS.md"
+    text = template.read_text()
 
     def block(m: re.Match) -> str:
         cond = m.group(1)
