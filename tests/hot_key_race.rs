@@ -37,8 +37,11 @@ const TASKS: usize = 64;
 const CHECKS: usize = 400;
 
 fn runtime() -> tokio::runtime::Runtime {
+    // Timers on: a request that meets a slice being taken waits for it
+    // under the limiter's timeout.
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_all()
         .build()
         .unwrap()
 }
