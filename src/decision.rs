@@ -31,8 +31,35 @@ pub struct Decision {
     reset_ms: u64,
     retry_ms: Option<u64>,
     delay_ms: u64,
-    reason: Reason,
-    degraded: bool,
+    verdict: Verdict,
+}
+
+/// A decision's reason and whether it is degraded, in one word.
+// One word, written by one store: the copy of a decision its caller makes
+// at once (out of a `Result`, into a variable) reads the word straight
+// back. As two bytes, the word was read back across two stores still on
+// their way, a stall (71.3 -> 68.5 ns a memory-store GCRA decision over
+// 10 000 keys, 59.5 -> 54.8 over 100, benches/outside).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Verdict(u64);
+
+impl Verdict {
+    const DEGRADED: u64 = 1 << 8;
+
+    #[inline]
+    fn new(reason: Reason, degraded: bool) -> Self {
+        Self(reason.index() as u64 | if degraded { Self::DEGRADED } else { 0 })
+    }
+
+    #[inline]
+    fn reason(self) -> Reason {
+        Reason::ALL[(self.0 & 0xff) as usize]
+    }
+
+    #[inline]
+    fn degraded(self) -> bool {
+        self.0 & Self::DEGRADED != 0
+    }
 }
 
 // Every field is shown: the times through their getters, as `Duration`s (the
@@ -47,8 +74,8 @@ impl std::fmt::Debug for Decision {
             .field("reset_after", &self.reset_after())
             .field("retry_after", &self.retry_after())
             .field("delay", &self.delay())
-            .field("reason", &self.reason)
-            .field("degraded", &self.degraded)
+            .field("reason", &self.reason())
+            .field("degraded", &self.is_degraded())
             .finish()
     }
 }
@@ -196,8 +223,7 @@ impl Decision {
             reset_ms,
             retry_ms: retry_ms.filter(|_| !admits),
             delay_ms: if admits { delay_ms } else { 0 },
-            reason,
-            degraded: false,
+            verdict: Verdict::new(reason, false),
         }
     }
 
@@ -253,7 +279,7 @@ impl Decision {
     #[must_use]
     pub fn mark_degraded(self) -> Self {
         Self {
-            degraded: true,
+            verdict: Verdict::new(self.reason(), true),
             ..self
         }
     }
@@ -283,7 +309,7 @@ impl Decision {
     /// Whether the request was admitted (and its cost charged): implied by
     /// its [`reason`](Self::reason).
     pub fn allowed(&self) -> bool {
-        self.reason.admits()
+        self.reason().admits()
     }
 
     /// Whether the request was denied.
@@ -325,7 +351,7 @@ impl Decision {
 
     /// Why the decision came out as it did.
     pub fn reason(&self) -> Reason {
-        self.reason
+        self.verdict.reason()
     }
 
     /// `true` when the store could not be asked and the failure policy made
@@ -333,7 +359,7 @@ impl Decision {
     /// `reason` is its own). The numbers are then not the shared state: the
     /// layer sends no rate-limit fields.
     pub fn is_degraded(&self) -> bool {
-        self.degraded
+        self.verdict.degraded()
     }
 
     /// How restrictive this decision is, to rank the limits of one request:
@@ -362,17 +388,17 @@ impl Decision {
     /// degraded if any is.
     pub(crate) fn most_restrictive(first: Decision, rest: &[Decision]) -> Decision {
         let mut worst = first;
-        let (mut delay, mut degraded) = (first.delay_ms, first.degraded);
+        let (mut delay, mut degraded) = (first.delay_ms, first.is_degraded());
         for d in rest {
             delay = delay.max(d.delay_ms);
-            degraded |= d.degraded;
+            degraded |= d.is_degraded();
             if Self::cmp_restrictive(d, &worst) == Ordering::Greater {
                 worst = *d;
             }
         }
         Decision {
             delay_ms: if worst.allowed() { delay } else { 0 },
-            degraded,
+            verdict: Verdict::new(worst.reason(), degraded),
             ..worst
         }
     }

@@ -15,7 +15,7 @@
 //! nothing; then the shard's next keys have little credit and evict the
 //! best of their samples).
 
-use super::shard::{Entry, Key};
+use super::shard::{Bucket, Entry, Key};
 use crate::algorithm::{quota_used, Spec};
 use hashbrown::HashTable;
 use std::collections::HashMap;
@@ -85,10 +85,10 @@ impl Evictor {
         let (Some(state), true) = (&entry.state, entry.expires_at > now) else {
             return Rank::Fresh;
         };
-        let Some(spec) = self.specs.get(&key.ns) else {
+        let Some(spec) = self.specs.get(&key.ns()) else {
             return Rank::Fresh;
         };
-        let usage = quota_used(spec, state, now, &key.user);
+        let usage = quota_used(spec, state, now, key.user());
         if usage.full {
             Rank::Full {
                 touched: entry.touched,
@@ -110,7 +110,7 @@ impl Evictor {
     /// Evict one entry of `table`, the first in [`Rank`] order among a
     /// sample (and a search when the sample is all at its limit). False
     /// only when the table is empty.
-    pub(super) fn evict_one(&mut self, table: &mut HashTable<(Key, Entry)>, now: u64) -> bool {
+    pub(super) fn evict_one(&mut self, table: &mut HashTable<Bucket>, now: u64) -> bool {
         let buckets = table.num_buckets();
         if table.is_empty() || buckets == 0 {
             return false;
@@ -120,8 +120,8 @@ impl Evictor {
         let mut sampled = 0;
         for i in 0..buckets {
             let at = (start + i) % buckets;
-            if let Some((k, e)) = table.get_bucket(at) {
-                let rank = self.rank(k, e, now);
+            if let Some(b) = table.get_bucket(at) {
+                let rank = self.rank(&b.key, &b.entry, now);
                 if best.is_none_or(|(b, _)| rank < b) {
                     best = Some((rank, at));
                 }
@@ -153,7 +153,7 @@ impl Evictor {
 
     /// Look on from the cursor for an entry not at its limit, one unit of
     /// credit per slot of the table looked at; at most one whole table.
-    fn search(&mut self, table: &HashTable<(Key, Entry)>, now: u64) -> Option<(Rank, usize)> {
+    fn search(&mut self, table: &HashTable<Bucket>, now: u64) -> Option<(Rank, usize)> {
         let buckets = table.num_buckets();
         let mut looked = 0;
         let mut found = None;
@@ -162,9 +162,9 @@ impl Evictor {
             self.cursor = (at + 1) % buckets;
             looked += 1;
             self.credit -= 1;
-            if let Some((k, e)) = table.get_bucket(at) {
+            if let Some(b) = table.get_bucket(at) {
                 self.searched += 1;
-                let rank = self.rank(k, e, now);
+                let rank = self.rank(&b.key, &b.entry, now);
                 if !matches!(rank, Rank::Full { .. }) {
                     found = Some((rank, at));
                     break;

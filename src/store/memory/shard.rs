@@ -13,12 +13,41 @@ pub(super) const MIN_SWEEP: usize = 256;
 
 pub(super) type Hasher = foldhash::fast::RandomState;
 
-/// A key in the store: its namespace's id and the user key, as is (or its
-/// hash when too long, with [`HASHED`] set in `ns`).
-#[derive(PartialEq, Eq)]
-pub(super) struct Key {
-    pub(super) ns: u64,
-    pub(super) user: Box<str>,
+/// A key in the store: its namespace's id (8 bytes, little-endian) and the
+/// user key, as is (or its hash when too long, with [`HASHED`] set in the
+/// id), in one allocation.
+// One boxed slice of 16 bytes where an id and a `Box<str>` took 24: a
+// bucket of the table is 64 bytes instead of 72, and a memory-store GCRA
+// decision over 10 000 keys took 62.7 ns instead of 64.7 (benches/outside,
+// medians of 12 alternated runs).
+pub(super) struct Key(Box<[u8]>);
+
+impl Key {
+    fn new(ns: u64, user: &str) -> Self {
+        let mut bytes = Vec::with_capacity(8 + user.len());
+        bytes.extend_from_slice(&ns.to_le_bytes());
+        bytes.extend_from_slice(user.as_bytes());
+        Self(bytes.into_boxed_slice())
+    }
+
+    /// Whether this is the key of `user` in namespace `ns`.
+    #[inline]
+    fn is(&self, ns: u64, user: &str) -> bool {
+        let (id, rest) = self.0.split_at(8.min(self.0.len()));
+        *id == ns.to_le_bytes() && rest == user.as_bytes()
+    }
+
+    /// The namespace's id.
+    pub(super) fn ns(&self) -> u64 {
+        self.0
+            .first_chunk::<8>()
+            .map_or(0, |id| u64::from_le_bytes(*id))
+    }
+
+    /// The user key (as the store keeps it: hashed when long).
+    pub(super) fn user(&self) -> &str {
+        std::str::from_utf8(self.0.get(8..).unwrap_or_default()).unwrap_or_default()
+    }
 }
 
 /// Set in a key's namespace when its user part is a hash of a long key.
@@ -35,6 +64,12 @@ pub(super) struct Slot<'a> {
     pub(super) user: &'a str,
 }
 
+/// What the table holds: a key and its entry.
+pub(super) struct Bucket {
+    pub(super) key: Key,
+    pub(super) entry: Entry,
+}
+
 pub(super) struct Entry {
     pub(super) state: Option<State>,
     pub(super) expires_at: u64,
@@ -44,7 +79,7 @@ pub(super) struct Entry {
 }
 
 pub(super) struct Shard {
-    table: HashTable<(Key, Entry)>,
+    table: HashTable<Bucket>,
     /// Sweep expired entries when the map reaches this size.
     sweep_at: usize,
     /// New keys since the last sweep.
@@ -84,13 +119,13 @@ impl Shard {
 
     /// Drop every entry expired at `now`.
     pub(super) fn sweep(&mut self, now: u64) {
-        self.table.retain(|(_, e)| e.expires_at > now);
+        self.table.retain(|b| b.entry.expires_at > now);
     }
 
     fn get_mut(&mut self, slot: &Slot<'_>) -> Option<&mut Entry> {
         self.table
-            .find_mut(slot.hash, |(k, _)| k.ns == slot.ns && *k.user == *slot.user)
-            .map(|(_, e)| e)
+            .find_mut(slot.hash, |b| b.key.is(slot.ns, slot.user))
+            .map(|b| &mut b.entry)
     }
 
     /// One key's twin, on this (locked) shard; the state is written only if
@@ -149,13 +184,11 @@ impl Shard {
         self.make_room(now, max);
         let buckets = self.table.num_buckets();
         self.evictor.inserted(slot.ns, spec, buckets);
-        let key = Key {
-            ns: slot.ns,
-            user: (*slot.user).into(),
-        };
-        self.table.insert_unique(slot.hash, (key, entry), |(k, _)| {
-            hasher.hash_one((k.ns, &*k.user))
-        });
+        let key = Key::new(slot.ns, slot.user);
+        self.table
+            .insert_unique(slot.hash, Bucket { key, entry }, |b| {
+                hasher.hash_one((b.key.ns(), b.key.user()))
+            });
     }
 
     fn make_room(&mut self, now: u64, max: usize) {
