@@ -31,7 +31,7 @@ pub struct Decision {
     reset_ms: u64,
     retry_ms: Option<u64>,
     delay_ms: u64,
-    verdict: Verdict,
+    verdict: PackedReason,
 }
 
 /// A decision's reason and whether it is degraded, in one word.
@@ -41,9 +41,9 @@ pub struct Decision {
 // their way, a stall (71.3 -> 68.5 ns a memory-store GCRA decision over
 // 10 000 keys, 59.5 -> 54.8 over 100, benches/outside).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Verdict(u64);
+struct PackedReason(u64);
 
-impl Verdict {
+impl PackedReason {
     const DEGRADED: u64 = 1 << 8;
 
     #[inline]
@@ -202,11 +202,9 @@ impl Decision {
     }
 
     /// [`new`](Self::new), with the times in whole ms (as the stores reply).
-    ///
-    /// `#[inline]` (plain): built on every decision inside the caller's
-    /// crate, where `check` is instantiated; out of line it is a call of
-    /// its own: 769 -> 709 instructions a memory-store GCRA decision
-    /// (callgrind, BENCHMARKS.md).
+    // `#[inline]` (plain): built on every decision inside the caller's
+    // crate, where `check` is instantiated; out of line it is a call of its
+    // own: 769 -> 709 instructions a memory-store GCRA decision (callgrind).
     #[inline]
     pub(crate) fn from_ms(
         reason: Reason,
@@ -223,7 +221,7 @@ impl Decision {
             reset_ms,
             retry_ms: retry_ms.filter(|_| !admits),
             delay_ms: if admits { delay_ms } else { 0 },
-            verdict: Verdict::new(reason, false),
+            verdict: PackedReason::new(reason, false),
         }
     }
 
@@ -279,7 +277,7 @@ impl Decision {
     #[must_use]
     pub fn mark_degraded(self) -> Self {
         Self {
-            verdict: Verdict::new(self.reason(), true),
+            verdict: PackedReason::new(self.reason(), true),
             ..self
         }
     }
@@ -398,7 +396,7 @@ impl Decision {
         }
         Decision {
             delay_ms: if worst.allowed() { delay } else { 0 },
-            verdict: Verdict::new(worst.reason(), degraded),
+            verdict: PackedReason::new(worst.reason(), degraded),
             ..worst
         }
     }

@@ -133,7 +133,7 @@ async fn headers_list_every_policy_and_report_the_most_restrictive() {
 #[tokio::test]
 async fn quotas_are_resolved_per_request_from_the_plan() {
     #[derive(Clone)]
-    enum Plan {
+    enum Tier {
         Free,
         Pro,
     }
@@ -141,9 +141,9 @@ async fn quotas_are_resolved_per_request_from_the_plan() {
         let limiter = Limiter::new(store, FixedWindow::new(2, MIN));
         let layer =
             RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap()).limits_for(|req| {
-                match req.extensions().get::<Plan>()? {
-                    Plan::Free => None,
-                    Plan::Pro => Some(FixedWindow::new(5, MIN)),
+                match req.extensions().get::<Tier>()? {
+                    Tier::Free => None,
+                    Tier::Pro => Some(FixedWindow::new(5, MIN)),
                 }
             });
         // A stand-in auth layer: keys starting with `pro-` are on the pro plan.
@@ -157,7 +157,7 @@ async fn quotas_are_resolved_per_request_from_the_plan() {
                         .get("x-api-key")
                         .is_some_and(|k| k.as_bytes().starts_with(b"pro-"));
                     req.extensions_mut()
-                        .insert(if pro { Plan::Pro } else { Plan::Free });
+                        .insert(if pro { Tier::Pro } else { Tier::Free });
                     next.run(req).await
                 },
             ));

@@ -1,5 +1,5 @@
 use super::reply::Reply;
-use super::spec::{float, ms, units, Spec, State, Step, Write, SLACK_MS};
+use super::spec::{float, ms, units, Spec, State, TwinInput, Write, SLACK_MS};
 use super::validate::{count, or_panic, schedule, tri, window, Invalid};
 use super::validate::{BURST, LIMIT, LONG_BURST, PERIOD};
 use crate::{ConfigError, Quota, Reason};
@@ -100,15 +100,16 @@ const EPS: f64 = 1e-6;
 ///
 /// The script's doubles, and its reply's roundings done on integers: a
 /// backlog is never negative, so `ceil(b) + SLACK` is `ms(b) + SLACK` (the
-/// reset's), and `floor(x)` floored at 0 is `x` cast at 0 ([`units`]).
-/// The same numbers as the script's `put()`: 120 instructions a GCRA
-/// decision where the float roundings took 190 (callgrind).
-/// `#[inline(always)]` with [`Spec::decide`], which says what it buys.
+/// reset's), and `floor(x)` floored at 0 is `x` cast at 0 ([`units`]):
+/// the same numbers as the script's `put()`.
+// The integer roundings: 120 instructions a GCRA decision where the float
+// roundings took 190 (callgrind). `#[inline(always)]` with `Spec::decide`,
+// which says what it buys.
 #[inline(always)]
 pub(super) fn virtual_schedule(
     (burst, interval): (u64, f64),
     state: &mut Option<State>,
-    at: Step,
+    at: TwinInput,
     queue: bool,
 ) -> (Reply, Write) {
     let (limit, burst) = (burst as i64, float(burst));

@@ -9,8 +9,9 @@ use crate::decision::{Decision, Reason};
 ///
 /// The scripts reply `allowed` (1 or 0); the reply keeps why instead
 /// ([`Reason::of`]), which the twins know where they decide: the metrics
-/// and the `Decision` then read it rather than work it out again: 12
-/// instructions fewer a GCRA decision (callgrind, 514 -> 502).
+/// and the `Decision` then read it rather than work it out again.
+// Kept rather than worked out again: 514 -> 502 instructions a GCRA
+// decision (callgrind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Reply {
     /// `WithinLimit`, `OverLimit` or `CostTooHigh`.

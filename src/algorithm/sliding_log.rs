@@ -1,9 +1,9 @@
 use super::reply::{reply, Reply};
-use super::spec::{State, Step, Write, SLACK_MS};
+use super::spec::{State, TwinInput, Write, SLACK_MS};
 use std::collections::VecDeque;
 
 /// Twin of `ALG.sl` in `lua/sliding_log.lua`. The log is kept sorted by time.
-pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: Step) -> (Reply, Write) {
+pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) -> (Reply, Write) {
     let (limit, window) = p;
     let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let cut = now - window;

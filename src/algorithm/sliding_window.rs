@@ -1,8 +1,8 @@
 use super::reply::{reply, Reply};
-use super::spec::{floor, State, Step, Write, SLACK_MS};
+use super::spec::{floor, State, TwinInput, Write, SLACK_MS};
 
 /// Twin of `ALG.sw` in `lua/sliding_window.lua`.
-pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: Step) -> (Reply, Write) {
+pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) -> (Reply, Write) {
     let (limit, window) = p;
     let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let idx = floor(now / window);

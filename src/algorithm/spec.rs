@@ -76,7 +76,7 @@ pub(crate) enum State {
 /// What one twin decides at: the time and the (clamped) cost, as Lua's
 /// numbers, whether it gives the cost back, and whether it may write.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Step {
+pub(crate) struct TwinInput {
     pub(crate) now: f64,
     pub(crate) cost: f64,
     pub(crate) refund: bool,
@@ -202,14 +202,13 @@ impl Spec {
     /// concurrency limit acquires or releases (ignored by the others);
     /// `key` is the user key (a jittered window's offset). Writes the new
     /// state only if `write`.
-    ///
-    /// `#[inline(always)]`, and the schedule with it: a call of its own
-    /// was ~35 instructions of ~560 a GCRA decision (its frame, its
-    /// arguments and the reply written back), 557 -> 523 with both inlined
-    /// into the memory store's decision, and every other algorithm fewer
-    /// too (fixed window 650 -> 597, sliding log 875 -> 791; callgrind,
-    /// `benches/memory.rs`). With `#[inline]` alone the compiler kept it
-    /// out of line.
+    // `#[inline(always)]`, and the schedule with it: a call of its own was
+    // ~35 instructions of ~560 a GCRA decision (its frame, its arguments
+    // and the reply written back), 557 -> 523 with both inlined into the
+    // memory store's decision, and every other algorithm fewer too (fixed
+    // window 650 -> 597, sliding log 875 -> 791; callgrind,
+    // `benches/memory.rs`). With `#[inline]` alone the compiler kept it out
+    // of line.
     #[inline(always)]
     pub(crate) fn decide(
         &self,
@@ -219,7 +218,7 @@ impl Spec {
         (refund, write): (bool, bool),
         (lease, key): (&str, &str),
     ) -> (Reply, Write) {
-        let at = Step {
+        let at = TwinInput {
             now: float(now),
             cost: float(cost),
             refund,
@@ -230,7 +229,7 @@ impl Spec {
         // it answers is a difference of times on that clock.
         let shifted = |jittered: bool, window_ms: u64| {
             if jittered {
-                Step {
+                TwinInput {
                     now: at.now - float(jitter::offset(key, window_ms)),
                     ..at
                 }
@@ -313,7 +312,7 @@ pub(crate) fn float(x: u64) -> f64 {
 }
 
 /// `x.floor()`, without the call into libm that x86-64's baseline
-/// instruction set needs (a fifth of a GCRA decision in memory). Exact:
+/// instruction set needs (it was a fifth of a GCRA decision in memory). Exact:
 /// below 2^52 in magnitude truncating to an integer is exact, and from 2^52
 /// on every double is already whole.
 #[inline]

@@ -27,10 +27,10 @@ const MAX_IN_FLIGHT: u64 = 1 << 20;
 /// failure policy when the store fails.
 #[derive(Clone)]
 pub struct ConcurrencyLimiter {
-    inner: Arc<Inner>,
+    inner: Arc<ConcurrencyInner>,
 }
 
-struct Inner {
+struct ConcurrencyInner {
     core: Arc<Core>,
     /// The one limit: `max` leases of `lease` each.
     plan: Plan,
@@ -358,7 +358,7 @@ impl ConcurrencyLimiterBuilder {
         };
         let plan = core.plan(vec![(None, spec)], 0);
         Ok(ConcurrencyLimiter {
-            inner: Arc::new(Inner {
+            inner: Arc::new(ConcurrencyInner {
                 core: Arc::new(core),
                 plan,
                 max: self.max,

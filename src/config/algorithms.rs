@@ -2,7 +2,7 @@
 //! [`AnyAlgorithm`]: a short form or a table in, a table out.
 
 use super::duration::Human;
-use super::fields::{refused, required, Fields};
+use super::fields::{refused, required, TableFields};
 use super::rate::{self, Kind, Rate};
 use crate::algorithm::sealed::One;
 use crate::algorithm::{
@@ -59,7 +59,7 @@ impl<'de> Visitor<'de> for LimitVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let f = Fields::read(map, self.want, self.shadow)?;
+        let f = TableFields::read(map, self.want, self.shadow)?;
         Ok((from_fields(&f, self.want)?, f.shadow == Some(true)))
     }
 }
@@ -109,7 +109,7 @@ fn from_rate(r: Rate, want: Option<Kind>) -> Result<AnyAlgorithm, ConfigError> {
 
 /// The algorithm a table says, through its constructor (`jitter = true`:
 /// `.jittered()` on a fixed or sliding window).
-fn from_fields<E: de::Error>(f: &Fields, want: Option<Kind>) -> Result<AnyAlgorithm, E> {
+fn from_fields<E: de::Error>(f: &TableFields, want: Option<Kind>) -> Result<AnyAlgorithm, E> {
     let kind = f.kind(want)?;
     let limit = || required(f.limit, "limit");
     let window = || required(f.window, "window");

@@ -28,7 +28,7 @@ const ALL: &[&str] = &[
 
 /// The fields of one table, each checked alone.
 #[derive(Debug, Default)]
-pub(crate) struct Fields {
+pub(crate) struct TableFields {
     pub(crate) algorithm: Option<Kind>,
     pub(crate) limit: Option<u64>,
     pub(crate) window: Option<Duration>,
@@ -43,7 +43,7 @@ pub(crate) struct Fields {
     pub(crate) shadow: Option<bool>,
 }
 
-impl Fields {
+impl TableFields {
     /// Read a table's fields; `want` is the algorithm the caller expects
     /// (`None`: whichever the table names). A field that `want` does not
     /// have is refused at once, listing the ones it has.
@@ -55,7 +55,7 @@ impl Fields {
         shadow: bool,
     ) -> Result<Self, A::Error> {
         let expected = want.map_or(ALL, Kind::fields);
-        let mut f = Fields::default();
+        let mut f = TableFields::default();
         while let Some(key) = map.next_key::<String>()? {
             if shadow && key == "shadow" {
                 once(&mut f.shadow, "shadow", map.next_value()?)?;
@@ -94,12 +94,12 @@ impl Fields {
                 "refill_per_sec" => once(
                     &mut f.refill_per_sec,
                     "refill_per_sec",
-                    map.next_value_seed(Rate(check::REFILL_PER_SEC))?,
+                    map.next_value_seed(RateSeed(check::REFILL_PER_SEC))?,
                 )?,
                 "leak_per_sec" => once(
                     &mut f.leak_per_sec,
                     "leak_per_sec",
-                    map.next_value_seed(Rate(check::LEAK_PER_SEC))?,
+                    map.next_value_seed(RateSeed(check::LEAK_PER_SEC))?,
                 )?,
                 "jitter" => once(&mut f.jitter, "jitter", map.next_value()?)?,
                 _ => {
@@ -213,16 +213,16 @@ impl Visitor<'_> for Window {
 }
 
 /// A rate per second, checked as its constructor does.
-struct Rate([Invalid; 3]);
+struct RateSeed([Invalid; 3]);
 
-impl<'de> DeserializeSeed<'de> for Rate {
+impl<'de> DeserializeSeed<'de> for RateSeed {
     type Value = f64;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
         d.deserialize_f64(self)
     }
 }
 
-impl Visitor<'_> for Rate {
+impl Visitor<'_> for RateSeed {
     type Value = f64;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

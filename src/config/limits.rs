@@ -32,7 +32,7 @@ impl<'de> Visitor<'de> for LimitsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Limits, A::Error> {
         let mut limits: Option<Limits> = None;
         while let Some(name) = map.next_key::<String>()? {
-            let Entry(algorithm, shadow) = map.next_value()?;
+            let LimitEntry(algorithm, shadow) = map.next_value()?;
             let added = match limits {
                 None => Limits::try_new(&name, algorithm),
                 Some(limits) => limits.try_with(&name, algorithm),
@@ -55,12 +55,12 @@ impl<'de> Visitor<'de> for LimitsVisitor {
 
 /// One limit of a `Limits` read: the limit, and whether its table said
 /// `shadow = true`.
-struct Entry(AnyAlgorithm, bool);
+struct LimitEntry(AnyAlgorithm, bool);
 
-impl<'de> Deserialize<'de> for Entry {
+impl<'de> Deserialize<'de> for LimitEntry {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let (algorithm, shadow) = read_in_limits(d)?;
-        Ok(Entry(algorithm, shadow))
+        Ok(LimitEntry(algorithm, shadow))
     }
 }
 
@@ -71,7 +71,7 @@ impl Serialize for Limits {
         for (name, spec) in parts {
             let name = name.as_deref().unwrap_or_default();
             let shadow = self.is_shadowed(name);
-            m.serialize_entry(name, &Table(spec, shadow))?;
+            m.serialize_entry(name, &LimitTable(spec, shadow))?;
         }
         m.end()
     }
@@ -79,9 +79,9 @@ impl Serialize for Limits {
 
 /// One limit of a `Limits`, written as its algorithm's table (with
 /// `shadow = true` in shadow mode).
-struct Table(Spec, bool);
+struct LimitTable(Spec, bool);
 
-impl Serialize for Table {
+impl Serialize for LimitTable {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         write_limit(self.0, self.1, s)
     }

@@ -69,7 +69,7 @@ impl Call<'_> {
 }
 
 /// One decision per target, in order.
-pub(crate) type LimitDecisions = SmallVec<[Decision; 1]>;
+pub(crate) type EachLimit = SmallVec<[Decision; 1]>;
 
 impl Guard {
     pub(crate) fn new(
@@ -102,7 +102,7 @@ impl Guard {
         &self,
         store: StoreFuture,
         call: &Call<'_>,
-    ) -> Result<LimitDecisions, Error> {
+    ) -> Result<EachLimit, Error> {
         let Some(ticket) = self.breaker.try_acquire() else {
             return self.degrade(call, FailureKind::CircuitOpen, None).await;
         };
@@ -120,7 +120,7 @@ impl Guard {
                         "rate-limit store answers again: circuit closed, limiting resumed"
                     );
                 }
-                return Ok(decisions(replies));
+                return Ok(each_limit(replies));
             }
             Ok(Err(e)) => e,
             Err(_) => StoreError::timeout(&call.store.place(), &call.doing(), self.timeout),
@@ -146,13 +146,13 @@ impl Guard {
         call: &Call<'_>,
         kind: FailureKind,
         error: Option<StoreError>,
-    ) -> Result<LimitDecisions, Error> {
+    ) -> Result<EachLimit, Error> {
         // With the circuit open nothing below waits on Tokio: without this, a
         // task deciding in a loop would never yield, and could starve its
         // worker (timers included).
         tokio::task::coop::consume_budget().await;
         // `Err(None)`: return the store's error.
-        let decided: Result<LimitDecisions, Option<Error>> = match &self.policy {
+        let decided: Result<EachLimit, Option<Error>> = match &self.policy {
             FailurePolicy::FailOpen => Ok(call.specs.iter().map(fail_open).collect()),
             FailurePolicy::FailClosed => {
                 let retry = self.breaker.retry_after();
@@ -241,7 +241,7 @@ impl Guard {
 }
 
 /// The store's replies as decisions.
-fn decisions(replies: Replies) -> LimitDecisions {
+fn each_limit(replies: Replies) -> EachLimit {
     replies
         .into_iter()
         .map(crate::algorithm::Reply::decision)

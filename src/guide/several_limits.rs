@@ -73,18 +73,18 @@
 //! use std::time::Duration;
 //!
 //! #[derive(Clone, Copy)]
-//! enum Plan { Free, Pro }
+//! enum Tier { Free, Pro }
 //!
 //! let second = Duration::from_secs(1);
 //! let free = Gcra::new(10, second);
 //! let pro = Gcra::new(100, second);
 //! let limiter = Limiter::builder(MemoryStore::new(), free).name("plan").build()?;
 //!
-//! // Over HTTP: the plan is a request extension set by your auth layer.
+//! // Over HTTP: the tier is a request extension set by your auth layer.
 //! let layer = RateLimitLayer::new(limiter.clone(), Header::try_new("x-api-key")?)
-//!     .limits_for(move |req| match req.extensions().get::<Plan>()? {
-//!         Plan::Free => None, // the limiter's own
-//!         Plan::Pro => Some(pro),
+//!     .limits_for(move |req| match req.extensions().get::<Tier>()? {
+//!         Tier::Free => None, // the limiter's own
+//!         Tier::Pro => Some(pro),
 //!     });
 //!
 //! // Without HTTP:

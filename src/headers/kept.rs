@@ -23,7 +23,7 @@ const MAX_BYTES: usize = 128 * 1024;
 /// What the set spends on a value besides its bytes, about.
 const OVERHEAD: usize = 24;
 
-static FOREVER: Mutex<Store> = Mutex::new(Store::new(MAX_BYTES));
+static FOREVER: Mutex<KeptBytes> = Mutex::new(KeptBytes::new(MAX_BYTES));
 
 /// A value kept by a layer, to be written on many responses.
 #[derive(Debug, Clone)]
@@ -63,12 +63,12 @@ fn own_copy(kept: &HeaderValue) -> HeaderValue {
 }
 
 /// The bytes kept for the life of the process, each once.
-struct Store {
+struct KeptBytes {
     values: BTreeSet<&'static [u8]>,
     room: usize,
 }
 
-impl Store {
+impl KeptBytes {
     const fn new(room: usize) -> Self {
         Self {
             values: BTreeSet::new(),
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn a_value_is_kept_once_while_there_is_room_and_copied_after() {
-        let mut store = Store::new(2 * (OVERHEAD + 3));
+        let mut store = KeptBytes::new(2 * (OVERHEAD + 3));
         let a = store.keep(HeaderValue::from_static("abc"));
         let again = store.keep(HeaderValue::from_str("abc").unwrap());
         assert!(a.forever && again.forever);

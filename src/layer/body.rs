@@ -16,13 +16,13 @@ pin_project! {
     /// the layer answered itself. No boxing either way.
     pub struct ResponseBody<B> {
         #[pin]
-        inner: Inner<B>,
+        inner: BodyKind<B>,
     }
 }
 
 pin_project! {
-    #[project = InnerProj]
-    enum Inner<B> {
+    #[project = BodyKindProj]
+    enum BodyKind<B> {
         Service { #[pin] body: B, lease: Option<Box<Lease>> },
         Full { data: Option<Bytes> },
     }
@@ -32,14 +32,14 @@ impl<B> ResponseBody<B> {
     /// The inner service's body, holding `lease` until it ends.
     pub(crate) fn service(body: B, lease: Option<Box<Lease>>) -> Self {
         Self {
-            inner: Inner::Service { body, lease },
+            inner: BodyKind::Service { body, lease },
         }
     }
 
     /// The body of a rejection.
     pub(crate) fn full(data: Bytes) -> Self {
         Self {
-            inner: Inner::Full {
+            inner: BodyKind::Full {
                 data: (!data.is_empty()).then_some(data),
             },
         }
@@ -55,7 +55,7 @@ impl<B: Body<Data = Bytes>> Body for ResponseBody<B> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().inner.project() {
-            InnerProj::Service { body, lease } => {
+            BodyKindProj::Service { body, lease } => {
                 let frame = ready!(body.poll_frame(cx));
                 if frame.is_none() {
                     // The response is complete: free the slot now, not when
@@ -64,21 +64,21 @@ impl<B: Body<Data = Bytes>> Body for ResponseBody<B> {
                 }
                 Poll::Ready(frame)
             }
-            InnerProj::Full { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            BodyKindProj::Full { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.inner {
-            Inner::Service { body, .. } => body.is_end_stream(),
-            Inner::Full { data } => data.is_none(),
+            BodyKind::Service { body, .. } => body.is_end_stream(),
+            BodyKind::Full { data } => data.is_none(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
-            Inner::Service { body, .. } => body.size_hint(),
-            Inner::Full { data } => {
+            BodyKind::Service { body, .. } => body.size_hint(),
+            BodyKind::Full { data } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
         }

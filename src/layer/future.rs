@@ -1,5 +1,5 @@
 //! The response futures of the layers: decide, then call the service or
-//! answer at once. Both run one state machine ([`State`]); they differ only
+//! answer at once. Both run one state machine ([`Stage`]); they differ only
 //! in the body they answer with.
 
 use super::body::{RejectionBody, ResponseBody};
@@ -26,7 +26,7 @@ pin_project! {
         S: Service<Request<ReqBody>>,
     {
         #[pin]
-        state: State<S, ReqBody>,
+        state: Stage<S, ReqBody>,
     }
 }
 
@@ -38,7 +38,7 @@ pin_project! {
         S: Service<Request<ReqBody>>,
     {
         #[pin]
-        state: State<S, ReqBody>,
+        state: Stage<S, ReqBody>,
     }
 }
 
@@ -46,7 +46,7 @@ impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    pub(crate) fn new(state: State<S, ReqBody>) -> Self {
+    pub(crate) fn new(state: Stage<S, ReqBody>) -> Self {
         Self { state }
     }
 }
@@ -55,15 +55,15 @@ impl<S, ReqBody> ConcurrencyLimitFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    pub(crate) fn new(state: State<S, ReqBody>) -> Self {
+    pub(crate) fn new(state: Stage<S, ReqBody>) -> Self {
         Self { state }
     }
 }
 
 pin_project! {
     /// Where a request is between the layer's decision and its response.
-    #[project = StateProj]
-    pub(crate) enum State<S, ReqBody>
+    #[project = StageProj]
+    pub(crate) enum Stage<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
     {
@@ -100,18 +100,18 @@ const POLLED_AFTER_DONE: &str = "a layer's response future polled after completi
 
 /// How a request ends: served by the inner service (with the lease its
 /// body holds, if any), or refused by the layer.
-pub(crate) enum Answer<B> {
+pub(crate) enum Ending<B> {
     Served(Response<B>, Option<Box<Lease>>),
     Refused(Response<Bytes>),
 }
 
-impl<S, ReqBody> State<S, ReqBody>
+impl<S, ReqBody> Stage<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     /// The layer answers `response` by itself.
     pub(crate) fn done(response: Response<Bytes>) -> Self {
-        State::Done {
+        Stage::Done {
             response: Some(response),
         }
     }
@@ -129,12 +129,12 @@ where
         gate: C::Gate,
     ) -> Self {
         match decision.now() {
-            Ok(result) => State::after(config.next(gate, result, req.headers()), inner, req),
+            Ok(result) => Stage::after(config.next(gate, result, req.headers()), inner, req),
             Err(decision) => {
                 let config = Arc::clone(config);
                 let resume: Resume =
                     Box::new(move |result, headers| config.next(gate, result, headers));
-                State::Deciding {
+                Stage::Deciding {
                     decision,
                     waiting: Some(Box::new((take_ready(inner), req, resume))),
                 }
@@ -146,12 +146,12 @@ where
     /// leaky bucket's delay, or not at all.
     fn after(next: Next, inner: &mut S, req: Request<ReqBody>) -> Self {
         match next {
-            Next::Reject(response) => State::done(response),
-            Next::Call(admitted) => State::Calling {
+            Next::Reject(response) => Stage::done(response),
+            Next::Call(admitted) => Stage::Calling {
                 fut: inner.call(req),
                 admitted: Some(admitted),
             },
-            Next::Delay(delay, admitted) => State::Delaying {
+            Next::Delay(delay, admitted) => Stage::Delaying {
                 sleep: Box::pin(tokio::time::sleep(delay)),
                 waiting: Some(Box::new((take_ready(inner), req, admitted))),
             },
@@ -167,7 +167,7 @@ fn take_ready<S: Clone>(inner: &mut S) -> S {
     std::mem::replace(inner, clone)
 }
 
-impl<S, ReqBody, ResBody> State<S, ReqBody>
+impl<S, ReqBody, ResBody> Stage<S, ReqBody>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
 {
@@ -175,32 +175,32 @@ where
     fn poll_answer(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<Answer<ResBody>, S::Error>> {
+    ) -> Poll<Result<Ending<ResBody>, S::Error>> {
         loop {
             match self.as_mut().project() {
-                StateProj::Deciding { decision, waiting } => {
+                StageProj::Deciding { decision, waiting } => {
                     let result = ready!(Pin::new(decision).poll(cx));
                     let (mut inner, req, resume) = *waiting.take().expect(POLLED_AFTER_DONE);
                     let next = resume(result, req.headers());
-                    self.set(State::after(next, &mut inner, req));
+                    self.set(Stage::after(next, &mut inner, req));
                 }
-                StateProj::Delaying { sleep, waiting } => {
+                StageProj::Delaying { sleep, waiting } => {
                     ready!(sleep.as_mut().poll(cx));
                     let (mut inner, req, admitted) = *waiting.take().expect(POLLED_AFTER_DONE);
-                    self.set(State::Calling {
+                    self.set(Stage::Calling {
                         fut: inner.call(req),
                         admitted: Some(admitted),
                     });
                 }
-                StateProj::Calling { fut, admitted } => {
+                StageProj::Calling { fut, admitted } => {
                     let mut response = ready!(fut.poll(cx))?;
                     let admitted = admitted.take().expect(POLLED_AFTER_DONE);
                     let lease = admitted.finish(&mut response);
-                    return Poll::Ready(Ok(Answer::Served(response, lease)));
+                    return Poll::Ready(Ok(Ending::Served(response, lease)));
                 }
-                StateProj::Done { response } => {
+                StageProj::Done { response } => {
                     let response = response.take().expect(POLLED_AFTER_DONE);
-                    return Poll::Ready(Ok(Answer::Refused(response)));
+                    return Poll::Ready(Ok(Ending::Refused(response)));
                 }
             }
         }
@@ -217,8 +217,8 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Poll::Ready(Ok(match ready!(self.project().state.poll_answer(cx))? {
             // The rate-limit layer takes no lease: nothing rides on the body.
-            Answer::Served(response, _) => response,
-            Answer::Refused(response) => response.map(ResBody::from_rejection),
+            Ending::Served(response, _) => response,
+            Ending::Refused(response) => response.map(ResBody::from_rejection),
         }))
     }
 }
@@ -231,10 +231,10 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Poll::Ready(Ok(match ready!(self.project().state.poll_answer(cx))? {
-            Answer::Served(response, lease) => {
+            Ending::Served(response, lease) => {
                 response.map(|body| ResponseBody::service(body, lease))
             }
-            Answer::Refused(response) => response.map(ResponseBody::full),
+            Ending::Refused(response) => response.map(ResponseBody::full),
         }))
     }
 }

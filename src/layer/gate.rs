@@ -31,7 +31,7 @@ impl RateResponder {
         decided: &Outcome,
         f: impl FnOnce(&[LimitReport<'_>]) -> R,
     ) -> R {
-        let each = decided.decisions();
+        let each = decided.each_limit();
         let limit = |i: usize| match plan {
             None => own.limits.get(i).map(|(name, quota)| (&**name, *quota)),
             Some(plan) => plan
@@ -97,7 +97,7 @@ pub(crate) enum Next {
 /// An admitted request: the rate-limit fields its response gets, what to do
 /// with its charge once the status is known, and the lease it holds.
 pub(crate) struct Admitted {
-    fields: Fields,
+    fields: ResponseFields,
     settle: Option<Settle>,
     lease: Option<Box<Lease>>,
 }
@@ -105,7 +105,7 @@ pub(crate) struct Admitted {
 /// The rate-limit fields of an admitted response, written at its decision:
 /// the response future carries their values, not the layer (whose shared
 /// count every request would change) nor the decision.
-enum Fields {
+enum ResponseFields {
     /// The same whatever the response.
     Fixed(Prepared),
     /// A request only tried: the fields as charged, for a response that
@@ -146,8 +146,8 @@ impl RateResponder {
         let plan = plan.as_deref();
         let fields = match trial {
             // An exempt request is not limited: no rate-limit fields.
-            None if exempt => Fields::Fixed(Prepared::default()),
-            None => Fields::Fixed(self.fields(own, plan, &decided, &d)),
+            None if exempt => ResponseFields::Fixed(Prepared::default()),
+            None => ResponseFields::Fixed(self.fields(own, plan, &decided, &d)),
             Some(cost) => {
                 let uncharged = decided.map_each(|d| {
                     if d.allowed() {
@@ -157,7 +157,7 @@ impl RateResponder {
                     }
                 });
                 let overall = uncharged.overall();
-                Fields::Trial(Box::new([
+                ResponseFields::Trial(Box::new([
                     self.fields(own, plan, &decided, &d),
                     self.fields(own, plan, &uncharged, &overall),
                 ]))
@@ -249,7 +249,7 @@ impl LeaseResponder {
             Verdict::Refuse(response) => return Next::Reject(response),
         };
         Next::Call(Admitted {
-            fields: Fields::Fixed(Prepared::default()),
+            fields: ResponseFields::Fixed(Prepared::default()),
             settle: None,
             // Shadow mode serves a request that got no lease.
             lease: limiter.lease(key, id, &decided).ok().map(Box::new),
@@ -311,8 +311,8 @@ impl Admitted {
             s.act(response.status(), denied_inside)
         });
         let fields = match self.fields {
-            Fields::Fixed(fields) => fields,
-            Fields::Trial(both) => {
+            ResponseFields::Fixed(fields) => fields,
+            ResponseFields::Trial(both) => {
                 let [charged, uncharged] = *both;
                 if act == Some(Act::Charge) {
                     charged

@@ -1,6 +1,6 @@
 //! What both layers' services share: how a request is gated.
 
-use super::future::State;
+use super::future::Stage;
 use super::gate::Next;
 use super::responder::{RejectionKind, Responder};
 use crate::key::KeyRejection;
@@ -53,7 +53,7 @@ pub(crate) fn call<S, C, ReqBody>(
     inner: &mut S,
     config: &Arc<C>,
     req: Request<ReqBody>,
-) -> State<S, ReqBody>
+) -> Stage<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
     C: Gatekeeper,
@@ -62,9 +62,9 @@ where
         Ok(key) => key,
         Err(rejection) => {
             let kind = RejectionKind::NoKey(&rejection);
-            return State::done(config.responder().reject(kind, req.headers()));
+            return Stage::done(config.responder().reject(kind, req.headers()));
         }
     };
     let (decision, gate) = C::start(config, &req, key);
-    State::start(inner, req, decision, config, gate)
+    Stage::start(inner, req, decision, config, gate)
 }

@@ -11,25 +11,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-type Map = HashMap<Entry, Denied, foldhash::fast::RandomState>;
+type Denials = HashMap<CachedKey, Denied, foldhash::fast::RandomState>;
 
 /// A user key as the memory store bounds it (itself, or its hash when long), and
 /// whether it is the hash: a short key may read like one.
 #[derive(PartialEq, Eq, Hash)]
-struct Entry {
+struct CachedKey {
     hashed: bool,
     key: Box<str>,
 }
 
-/// An [`Entry`] borrowed, for lookups that build no key.
+/// A [`CachedKey`] borrowed, for lookups that build no key.
 #[derive(Hash)]
 struct EntryRef<'a> {
     hashed: bool,
     key: &'a str,
 }
 
-impl Equivalent<Entry> for EntryRef<'_> {
-    fn equivalent(&self, e: &Entry) -> bool {
+impl Equivalent<CachedKey> for EntryRef<'_> {
+    fn equivalent(&self, e: &CachedKey) -> bool {
         self.hashed == e.hashed && self.key == &*e.key
     }
 }
@@ -38,7 +38,7 @@ impl Equivalent<Entry> for EntryRef<'_> {
 /// was hashed and its hash when long (a short key may read like a hash).
 pub(crate) struct DenyCache {
     max: usize,
-    map: Mutex<Map>,
+    map: Mutex<Denials>,
     /// The second of the last sweep of a full cache, plus one (0: none).
     swept: AtomicU64,
 }
@@ -62,7 +62,7 @@ impl DenyCache {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Map> {
+    fn lock(&self) -> MutexGuard<'_, Denials> {
         self.map
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -106,7 +106,7 @@ impl DenyCache {
         let key = bounded(key);
         let EntryRef { hashed, key } = entry_ref(&key);
         map.insert(
-            Entry {
+            CachedKey {
                 hashed,
                 key: key.into(),
             },
@@ -122,7 +122,7 @@ impl DenyCache {
     /// Forget every denial, and the room they took: the limits they were
     /// made under changed.
     pub(crate) fn clear(&self) {
-        *self.lock() = Map::default();
+        *self.lock() = Denials::default();
     }
 
     /// What the cache learns from a decision of the limiter's own limits

@@ -68,11 +68,11 @@ use std::time::Duration;
 /// ```
 #[derive(Clone, Default)]
 pub struct Exemptions {
-    shared: Arc<Shared>,
+    shared: Arc<ExemptionLists>,
 }
 
 #[derive(Default)]
-struct Shared {
+struct ExemptionLists {
     /// Whether any list holds anything: the one thing a decision reads when
     /// none does.
     active: AtomicBool,

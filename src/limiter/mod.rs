@@ -64,10 +64,10 @@ use std::sync::Arc;
 /// # Ok(()) }
 /// ```
 pub struct Limiter<A> {
-    inner: Arc<Inner<A>>,
+    inner: Arc<LimiterInner<A>>,
 }
 
-struct Inner<A> {
+struct LimiterInner<A> {
     core: Arc<Core>,
     /// The limiter's own limits: the current version, and those decisions
     /// in flight may have started under.
@@ -99,7 +99,7 @@ impl<A: Algorithm> Limiter<A> {
     pub(crate) fn from_core(core: Core, algorithm: A, sharing: Option<hot_keys::Sharing>) -> Self {
         let first = core.version(algorithm, sharing, 0);
         Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(LimiterInner {
                 core: Arc::new(core),
                 versions: Versions::new(first),
             }),

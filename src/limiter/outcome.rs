@@ -29,7 +29,7 @@ enum PerLimit {
     /// As the store replied: the first limit's reply, then the others'.
     Replies(Reply, Vec<Reply>),
     /// Outcome in the store's place (failure policy, deny cache, fallback).
-    Decisions(Decision, Vec<Decision>),
+    Decided(Decision, Vec<Decision>),
     /// A plan with limits in shadow mode (bit `i` of `mask`: limit `i`):
     /// each limit's own decision, and what they add up to without the
     /// shadowed ones' denials.
@@ -43,7 +43,7 @@ enum PerLimit {
 impl Outcome {
     /// The decision of a plan of one limit.
     pub(crate) fn one(decision: Decision) -> Self {
-        Self(PerLimit::Decisions(decision, Vec::new()))
+        Self(PerLimit::Decided(decision, Vec::new()))
     }
 
     /// The decisions of `each`, one per limit.
@@ -53,7 +53,7 @@ impl Outcome {
     pub(crate) fn of(each: impl IntoIterator<Item = Decision>) -> Result<Self, crate::Error> {
         let mut each = each.into_iter();
         let first = each.next().ok_or_else(none)?;
-        Ok(Self(PerLimit::Decisions(first, each.collect())))
+        Ok(Self(PerLimit::Decided(first, each.collect())))
     }
 
     /// The store's `replies`, one per limit; `None` when there is none.
@@ -71,7 +71,7 @@ impl Outcome {
     /// Why the limits decided as they did, and whether the failure policy
     /// answered: what the metrics count, read without building a decision.
     #[inline(always)]
-    pub(crate) fn outcome(&self) -> (Reason, bool) {
+    pub(crate) fn reason_and_degraded(&self) -> (Reason, bool) {
         match &self.0 {
             PerLimit::Replies(first, rest) if rest.is_empty() => (first.reason, false),
             _ => {
@@ -110,7 +110,7 @@ impl Outcome {
                 let rest: SmallVec<[Decision; 4]> = rest.iter().map(|r| r.decision()).collect();
                 Decision::most_restrictive(first.decision(), &rest)
             }
-            PerLimit::Decisions(first, rest) => Decision::most_restrictive(*first, rest),
+            PerLimit::Decided(first, rest) => Decision::most_restrictive(*first, rest),
             PerLimit::Shadowed { overall, .. } => *overall,
         }
     }
@@ -176,7 +176,7 @@ impl Outcome {
     pub(crate) fn is_single(&self) -> bool {
         match &self.0 {
             PerLimit::Replies(_, rest) => rest.is_empty(),
-            PerLimit::Decisions(_, rest) => rest.is_empty(),
+            PerLimit::Decided(_, rest) => rest.is_empty(),
             PerLimit::Shadowed { .. } => false,
         }
     }
@@ -185,7 +185,7 @@ impl Outcome {
     pub(crate) fn each(&self) -> impl Iterator<Item = Decision> + '_ {
         let (replies, decisions, shadowed) = match &self.0 {
             PerLimit::Replies(first, rest) => (Some((first, rest)), None, None),
-            PerLimit::Decisions(first, rest) => (None, Some((first, rest)), None),
+            PerLimit::Decided(first, rest) => (None, Some((first, rest)), None),
             PerLimit::Shadowed { each, .. } => (None, None, Some(each)),
         };
         let replies = replies
@@ -202,12 +202,12 @@ impl Outcome {
 
     /// Each limit's decision, in order, collected: one limit's stays
     /// inline (the layer writes its headers from these on every request).
-    pub(crate) fn decisions(&self) -> SmallVec<[Decision; 1]> {
+    pub(crate) fn each_limit(&self) -> SmallVec<[Decision; 1]> {
         match &self.0 {
             PerLimit::Replies(first, rest) if rest.is_empty() => {
                 SmallVec::from_buf([first.decision()])
             }
-            PerLimit::Decisions(first, rest) if rest.is_empty() => SmallVec::from_buf([*first]),
+            PerLimit::Decided(first, rest) if rest.is_empty() => SmallVec::from_buf([*first]),
             _ => self.each().collect(),
         }
     }
@@ -217,7 +217,7 @@ impl Outcome {
         let mask = self.shadow_mask();
         let mut each = self.each().map(f);
         let mapped = match each.next() {
-            Some(first) => Self(PerLimit::Decisions(first, each.collect())),
+            Some(first) => Self(PerLimit::Decided(first, each.collect())),
             None => self.clone(),
         };
         if mask == 0 {
@@ -258,10 +258,10 @@ pub(super) fn none() -> crate::Error {
 
 /// What the limits of one call add up to, not yet read as a [`Decision`]:
 /// one limit's reply stays as the store wrote it until the caller reads it.
-/// (It was `#[repr(C)]`; without it, 684 → 677 instructions a GCRA decision
-/// and the same wall-clock ratios to governor in three interleaved runs. It
-/// was a reply beside an `Option<Decision>`, 112 bytes; as an enum, 64: 615 →
-/// 608 a GCRA decision, token bucket 596 → 586, benches/outside.)
+// It was `#[repr(C)]`; without it, 684 -> 677 instructions a GCRA decision
+// and the same wall-clock ratios to governor in three interleaved runs. It
+// was a reply beside an `Option<Decision>`, 112 bytes; as an enum, 64: 615
+// -> 608 a GCRA decision, token bucket 596 -> 586 (benches/outside).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Overall {
     /// One limit's reply, as the store wrote it.

@@ -185,7 +185,7 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
         self.map(|c| c.pricing = Pricing::Fn(Arc::new(f)))
     }
 
-    /// Resolve the limits per request, e.g. from the customer's plan that an
+    /// Resolve the limits per request, e.g. from the customer's tier that an
     /// auth layer put in the request's extensions: `None` keeps the
     /// limiter's own (see [`Limiter::check_with`]). No limiter per tier is
     /// needed, and a key's state carries over when its plan changes.
@@ -194,12 +194,12 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
     /// # use floodgate::{algorithm::Gcra, key::Global, layer::RateLimitLayer, store::MemoryStore, Limiter};
     /// # use std::time::Duration;
     /// #[derive(Clone)]
-    /// enum Plan { Free, Pro }
+    /// enum Tier { Free, Pro }
     /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
     /// let layer = RateLimitLayer::new(limiter, Global::new()).limits_for(|req| {
-    ///     match req.extensions().get::<Plan>()? {
-    ///         Plan::Free => None, // the limiter's own: 10/s
-    ///         Plan::Pro => Some(Gcra::new(100, Duration::from_secs(1))),
+    ///     match req.extensions().get::<Tier>()? {
+    ///         Tier::Free => None, // the limiter's own: 10/s
+    ///         Tier::Pro => Some(Gcra::new(100, Duration::from_secs(1))),
     ///     }
     /// });
     /// ```

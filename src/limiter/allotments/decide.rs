@@ -1,7 +1,7 @@
 //! The steps of the decision path for a hot key: the allotment answers,
 //! or a store call of the same path decides the request and takes a slice.
 
-use super::{Allotments, Step, TakeDone};
+use super::{AllotmentStep, Allotments, TakeDone};
 use crate::limiter::core::{Ask, Core};
 use crate::limiter::outcome::{AsOutcome, Finish};
 use crate::pending::Pending;
@@ -64,7 +64,7 @@ impl Core {
                 .all(|t| cost + want <= t.spec.max_cost())
         };
         Ok(match step {
-            Step::Local(outcome) => {
+            AllotmentStep::Local(outcome) => {
                 if ask.counted {
                     table.counted_local();
                 }
@@ -72,13 +72,15 @@ impl Core {
                 self.record(mode, counted, ask.key, cost, cache, Some(now), &outcome);
                 Pending::ready(Ok(finish.finish(outcome)))
             }
-            Step::Take { want, id } if fits(want) => self.take(ask, cost, (want, id), now, finish),
-            Step::Take { id, .. } => {
+            AllotmentStep::Take { want, id } if fits(want) => {
+                self.take(ask, cost, (want, id), now, finish)
+            }
+            AllotmentStep::Take { id, .. } => {
                 table.took_none(ask.key, id);
                 self.decide(ask, cost, Some(now), finish)
             }
-            Step::Wait(done) => return Err((done, finish)),
-            Step::Store => self.decide(ask, cost, Some(now), finish),
+            AllotmentStep::Wait(done) => return Err((done, finish)),
+            AllotmentStep::Store => self.decide(ask, cost, Some(now), finish),
         })
     }
 
@@ -163,7 +165,7 @@ impl Core {
                 slice: want,
             };
             let mut taken = core.decide(&ask, cost, None, AsOutcome).await?;
-            if !taken.overall().allowed() && !taken.outcome().1 {
+            if !taken.overall().allowed() && !taken.reason_and_degraded().1 {
                 // No room for the whole slice: take what the store says is
                 // left (a race may leave less: then the request alone).
                 let left = taken.each().map(|d| d.remaining()).min().unwrap_or(0);
@@ -178,7 +180,7 @@ impl Core {
                 ask.slice = (left - cost).min(want);
                 taken = core.decide(&ask, cost, None, AsOutcome).await?;
             }
-            let (allowed, degraded) = (taken.overall().allowed(), taken.outcome().1);
+            let (allowed, degraded) = (taken.overall().allowed(), taken.reason_and_degraded().1);
             let outcome = if allowed && !degraded {
                 table.fill(&key, id, ask.slice, now, &taken);
                 taken.map_each(|d| d.with_remaining(d.remaining() + ask.slice))

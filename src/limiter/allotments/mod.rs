@@ -22,12 +22,12 @@ use tokio::sync::Notify;
 
 mod decide;
 
-type Map = HashMap<Box<str>, Heat, foldhash::fast::RandomState>;
+type Heats = HashMap<Box<str>, Heat, foldhash::fast::RandomState>;
 
 /// The keys, and the latest instant the table has been shown.
 #[derive(Default)]
 struct Table {
-    keys: Map,
+    keys: Heats,
     /// Callers read the clock before they take the lock, so one that read
     /// it earlier can arrive after one that read it later. Every instant
     /// used under the lock is at least this one, and every instant stored
@@ -99,7 +99,7 @@ struct Allotment {
 }
 
 /// What the table says about one request.
-pub(crate) enum Step {
+pub(crate) enum AllotmentStep {
     /// Decided from the allotment.
     Local(Outcome),
     /// Ask the store, taking `want` units beside the request (take `id`).
@@ -151,13 +151,13 @@ impl Allotments {
 
     /// What to do with a request of `cost` for `key` at `now`, and the
     /// units of an ended allotment to give back to the store (0: none).
-    pub(crate) fn step(&self, key: &str, cost: u64, now: u64) -> (Step, u64) {
+    pub(crate) fn step(&self, key: &str, cost: u64, now: u64) -> (AllotmentStep, u64) {
         let mut table = self.lock();
         let now = table.now(now);
         let map = &mut table.keys;
         let key = bounded(key);
         if !map.contains_key(&*key) && !self.room(map, now) {
-            return (Step::Store, 0);
+            return (AllotmentStep::Store, 0);
         }
         let heat = map.entry_ref(&*key).or_insert_with(|| Heat {
             second: now / 1000,
@@ -177,7 +177,7 @@ impl Allotments {
                 let numbers = held
                     .numbers
                     .map_each(|d| d.with_remaining(d.remaining() + left).aged(since));
-                return (Step::Local(numbers), 0);
+                return (AllotmentStep::Local(numbers), 0);
             }
             // Ended, or too small for this request: what is left (less than
             // the cost, or expired) goes back where the algorithm allows.
@@ -193,12 +193,15 @@ impl Allotments {
         if let Some((until, numbers, asked)) = &heat.drained {
             if now < *until {
                 let since = Duration::from_millis(now - asked);
-                return (Step::Local(numbers.map_each(|d| d.aged(since))), give_back);
+                return (
+                    AllotmentStep::Local(numbers.map_each(|d| d.aged(since))),
+                    give_back,
+                );
             }
             heat.drained = None;
         }
         if heat.count.max(heat.before) < self.sharing.threshold {
-            return (Step::Store, give_back);
+            return (AllotmentStep::Store, give_back);
         }
         if let Some(t) = heat
             .taking
@@ -208,7 +211,7 @@ impl Allotments {
             // Registered before the lock is let go: a fill cannot slip by.
             let mut done = Box::pin(t.done.clone().notified_owned());
             done.as_mut().enable();
-            return (Step::Wait(done), give_back);
+            return (AllotmentStep::Wait(done), give_back);
         }
         let id = self.takes.fetch_add(1, Ordering::Relaxed);
         heat.taking = Some(Taking {
@@ -217,14 +220,14 @@ impl Allotments {
             done: Arc::new(Notify::new()),
         });
         let want = self.sharing.slice;
-        (Step::Take { want, id }, give_back)
+        (AllotmentStep::Take { want, id }, give_back)
     }
 
     /// Room for one more key. When the table is full, keys quiet for a
     /// second that hold no live slice and no take are forgotten, at most
     /// once a second: a spray of new keys meets a full table at the cost
     /// of a lookup, not a sweep each.
-    fn room(&self, map: &mut Map, now: u64) -> bool {
+    fn room(&self, map: &mut Heats, now: u64) -> bool {
         if map.len() < self.sharing.max_keys {
             return true;
         }
@@ -291,7 +294,7 @@ impl Allotments {
             }
         }
         // The latest instant stays: time never runs backwards.
-        table.keys = Map::default();
+        table.keys = Heats::default();
     }
 
     /// Take `id` for `key` ended without a slice (or was given up).

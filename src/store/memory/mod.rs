@@ -3,7 +3,7 @@
 mod evict;
 mod shard;
 
-use self::shard::{Hasher, Shard, Slot, Step, HASHED};
+use self::shard::{Hasher, Shard, ShardCall, Slot, HASHED};
 use super::key::bounded;
 use super::{Answer, Backend, Batch, Namespace, Reply, Store, Target};
 use parking_lot::{Mutex as ShardLock, MutexGuard};
@@ -90,7 +90,7 @@ pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(1_000_000).unwrap()
 /// ```
 #[derive(Clone)]
 pub struct MemoryStore {
-    inner: Arc<Inner>,
+    inner: Arc<Sharded>,
 }
 
 /// What a [`MemoryStore`] holds and what keeping it bounded has cost, from
@@ -117,7 +117,7 @@ pub struct MemoryStats {
     pub searched: u64,
 }
 
-struct Inner {
+struct Sharded {
     shards: Box<[Padded]>,
     hasher: Hasher,
     max_per_shard: usize,
@@ -157,7 +157,7 @@ impl MemoryStore {
             .map(|shard| Padded(ShardLock::new(shard)))
             .collect();
         Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(Sharded {
                 shards,
                 hasher,
                 max_per_shard,
@@ -206,7 +206,7 @@ impl MemoryStore {
     }
 }
 
-impl Inner {
+impl Sharded {
     /// The slot of `user` in namespace `ns`; `user` is the key as
     /// [`bounded`] made it, `hashed` when that is a hash of a long key (long
     /// keys are hashed as on Redis: they cannot blow up memory).
@@ -226,7 +226,7 @@ impl Inner {
     }
 }
 
-impl Backend for Inner {
+impl Backend for Sharded {
     /// The id of namespace `head`, the same for every limiter writing to
     /// it, as the key's head is on Redis.
     fn namespace(&self, head: &str) -> Namespace {
@@ -248,7 +248,7 @@ impl Backend for Inner {
         let now = batch
             .now
             .unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::MonotonicClock));
-        let step = |i: usize, write: bool| Step {
+        let step = |i: usize, write: bool| ShardCall {
             batch,
             spec: &batch.targets[i].spec,
             now,
@@ -333,7 +333,7 @@ impl std::fmt::Debug for MemoryStore {
     }
 }
 
-impl std::fmt::Debug for Inner {
+impl std::fmt::Debug for Sharded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryStore")
             .field("shards", &self.shards.len())

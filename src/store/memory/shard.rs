@@ -94,7 +94,7 @@ pub(super) struct Shard {
 /// mode and lease, read in place (a decision takes ~100 ns: copying the
 /// batch's fields into a struct of their own would show).
 #[derive(Clone, Copy)]
-pub(super) struct Step<'a> {
+pub(super) struct ShardCall<'a> {
     pub(super) batch: &'a Batch<'a>,
     pub(super) spec: &'a Spec,
     pub(super) now: u64,
@@ -131,16 +131,16 @@ impl Shard {
     /// One key's twin, on this (locked) shard; the state is written only if
     /// the batch's mode and `step.write` allow it. Returns what the twin
     /// returned (the TTL already applied) as it wrote it: see
-    /// `Inner::decide` for why the reply is not moved out here.
+    /// `Sharded::decide` for why the reply is not moved out here.
     #[inline]
     pub(super) fn run(
         &mut self,
         hasher: &Hasher,
         slot: &Slot<'_>,
-        step: Step<'_>,
+        step: ShardCall<'_>,
         max: usize,
     ) -> (Reply, Write) {
-        let Step {
+        let ShardCall {
             batch,
             spec,
             now,

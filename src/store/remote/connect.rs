@@ -62,7 +62,7 @@ pub(super) trait Connector: Send + Sync + fmt::Debug + 'static {
 
 /// A few shared connections made by one connector. Cheap to clone.
 pub(super) struct Links<C: Connector> {
-    shared: Arc<Shared<C>>,
+    shared: Arc<LinksShared<C>>,
 }
 
 impl<C: Connector> Clone for Links<C> {
@@ -73,24 +73,24 @@ impl<C: Connector> Clone for Links<C> {
     }
 }
 
-struct Shared<C: Connector> {
+struct LinksShared<C: Connector> {
     connector: Arc<C>,
-    slots: Box<[Slot<C::Conn>]>,
+    slots: Box<[LinkSlot<C::Conn>]>,
     next: AtomicUsize,
     connect_timeout: Duration,
     epoch: Instant,
 }
 
-struct Slot<T> {
-    state: Mutex<SlotState<T>>,
+struct LinkSlot<T> {
+    state: Mutex<LinkSlotState<T>>,
     /// Wakes callers waiting for a connection attempt to end.
     notify: Notify,
-    /// `Shared::now_ms` of the first call given up on since the last answer
+    /// `LinksShared::now_ms` of the first call given up on since the last answer
     /// on this slot's connection; 0 while it answers.
     stalled_since: AtomicU64,
 }
 
-struct SlotState<T> {
+struct LinkSlotState<T> {
     live: Option<(T, u64)>,
     /// A background task is making this slot's connection.
     connecting: bool,
@@ -101,7 +101,7 @@ struct SlotState<T> {
     generation: u64,
 }
 
-impl<T> Default for SlotState<T> {
+impl<T> Default for LinkSlotState<T> {
     fn default() -> Self {
         Self {
             live: None,
@@ -120,14 +120,14 @@ impl<C: Connector> Links<C> {
 
     fn shared(connector: Arc<C>, n: usize, connect_timeout: Duration) -> Self {
         let slots = (0..n.max(1))
-            .map(|_| Slot {
-                state: Mutex::new(SlotState::default()),
+            .map(|_| LinkSlot {
+                state: Mutex::new(LinkSlotState::default()),
                 notify: Notify::new(),
                 stalled_since: AtomicU64::new(0),
             })
             .collect();
         Self {
-            shared: Arc::new(Shared {
+            shared: Arc::new(LinksShared {
                 connector,
                 slots,
                 next: AtomicUsize::new(0),
@@ -149,7 +149,7 @@ impl<C: Connector> Links<C> {
     /// A connection, as a call gets one (made now if need be).
     pub(super) async fn get(&self) -> Result<C::Conn, StoreError> {
         let shared = &self.shared;
-        Shared::connection(shared, shared.pick(), false)
+        LinksShared::connection(shared, shared.pick(), false)
             .await
             .map(|(conn, _, _)| conn)
     }
@@ -176,7 +176,7 @@ impl<C: Connector> Transport for Links<C> {
         let mut retried = false;
         loop {
             let (mut conn, slot, generation) =
-                Shared::connection(shared, i, retried || ordered).await?;
+                LinksShared::connection(shared, i, retried || ordered).await?;
             let watch = Watch {
                 shared,
                 slot,
@@ -215,7 +215,7 @@ impl<C: Connector> Transport for Links<C> {
     }
 }
 
-impl<C: Connector> Shared<C> {
+impl<C: Connector> LinksShared<C> {
     fn pick(&self) -> usize {
         match self.slots.len() {
             1 => 0,
@@ -348,7 +348,7 @@ fn replace(e: &RedisError) -> bool {
 
 /// A poisoned slot only means a thread panicked while holding it; the state
 /// is still consistent.
-fn lock<T>(m: &Mutex<SlotState<T>>) -> MutexGuard<'_, SlotState<T>> {
+fn lock<T>(m: &Mutex<LinkSlotState<T>>) -> MutexGuard<'_, LinkSlotState<T>> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

@@ -14,7 +14,7 @@
 //! a call that may have run.
 
 use super::joined::Joiner;
-use super::library::{first_key, reform, replies, Call, Function};
+use super::library::{first_key, reform, replies, Function, ScriptCall};
 use crate::algorithm::Spec;
 use crate::store::{Answer, Backend, Batch, Namespace, StoreError, StoreErrorKind};
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
@@ -51,7 +51,7 @@ pub(super) trait Transport: Send + Sync + fmt::Debug + 'static {
 /// A store on Redis: a transport, and what it learned of the server's
 /// functions. Cheap to clone.
 pub(super) struct Remote<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<RemoteShared<T>>,
 }
 
 impl<T> Clone for Remote<T> {
@@ -62,7 +62,7 @@ impl<T> Clone for Remote<T> {
     }
 }
 
-pub(super) struct Shared<T> {
+pub(super) struct RemoteShared<T> {
     transport: T,
     /// Functions cannot be used here: every call is a script.
     no_functions: AtomicBool,
@@ -77,7 +77,7 @@ impl<T: Transport> Remote<T> {
     /// maximum of decisions each.
     pub(super) fn new(transport: T, joiner: Joiner) -> Self {
         Self {
-            shared: Arc::new(Shared {
+            shared: Arc::new(RemoteShared {
                 transport,
                 no_functions: AtomicBool::new(false),
                 loading: AtomicBool::new(false),
@@ -92,12 +92,12 @@ impl<T: Transport> Remote<T> {
     }
 
     /// A handle that does not keep the store alive (the joiner's task).
-    pub(super) fn downgrade(&self) -> Weak<Shared<T>> {
+    pub(super) fn downgrade(&self) -> Weak<RemoteShared<T>> {
         Arc::downgrade(&self.shared)
     }
 
     /// The store, if it is still there.
-    pub(super) fn upgrade(weak: &Weak<Shared<T>>) -> Option<Self> {
+    pub(super) fn upgrade(weak: &Weak<RemoteShared<T>>) -> Option<Self> {
         weak.upgrade().map(|shared| Self { shared })
     }
 
@@ -157,7 +157,7 @@ impl<T: Transport> Remote<T> {
     /// load at a time.
     fn load_in_background(&self, cmd: &Cmd) {
         /// Ends the load, also when its task is dropped.
-        struct Done<T>(Arc<Shared<T>>);
+        struct Done<T>(Arc<RemoteShared<T>>);
         impl<T> Drop for Done<T> {
             fn drop(&mut self) {
                 self.0.loading.store(false, Ordering::Release);
@@ -204,7 +204,7 @@ impl<T: Transport> Backend for Remote<T> {
     }
 
     fn decide(&self, batch: &Batch<'_>) -> Answer {
-        let Call {
+        let ScriptCall {
             function,
             cmd,
             undo,

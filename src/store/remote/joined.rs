@@ -117,7 +117,7 @@ impl Joiner {
 /// The store's task: until the store is dropped, take what is queued and
 /// send it, at most `IN_FLIGHT` calls out at once.
 async fn run<T: Transport>(
-    remote: std::sync::Weak<super::invoke::Shared<T>>,
+    remote: std::sync::Weak<super::invoke::RemoteShared<T>>,
     mut rx: mpsc::UnboundedReceiver<Waiting>,
     max: usize,
 ) {

@@ -83,7 +83,7 @@ pub(super) fn load_library() -> Cmd {
 }
 
 /// One call of floodgate's code.
-pub(super) struct Call {
+pub(super) struct ScriptCall {
     pub(super) function: &'static Function,
     /// The `FCALL`.
     pub(super) cmd: Cmd,
@@ -94,7 +94,7 @@ pub(super) struct Call {
 
 /// The call that decides `batch`: its `FCALL`, written straight into one
 /// buffer with numbers formatted in place.
-pub(super) fn command(batch: &Batch<'_>) -> Call {
+pub(super) fn command(batch: &Batch<'_>) -> ScriptCall {
     if let [target] = batch.targets {
         if let Spec::Concurrency { max, lease_ms } = target.spec {
             let key = storage_key(&target.ns.head, batch.key);
@@ -108,7 +108,7 @@ pub(super) fn command(batch: &Batch<'_>) -> Call {
                     .arg(lease_ms);
                 cmd
             };
-            return Call {
+            return ScriptCall {
                 function: &LEASE,
                 cmd: lease(batch.mode),
                 undo: (batch.mode == Mode::Check).then(|| lease(Mode::Refund)),
@@ -179,7 +179,7 @@ pub(super) fn command(batch: &Batch<'_>) -> Call {
             }
         }
     }
-    Call {
+    ScriptCall {
         function: &DECIDE,
         cmd,
         undo: None,

@@ -1,13 +1,13 @@
 //! The guards of the connect machinery: the end of a connection attempt,
 //! and the watch on a call that notices a stalled connection.
 
-use super::{Connector, Shared, STALL_LIMIT_MS};
+use super::{Connector, LinksShared, STALL_LIMIT_MS};
 use crate::store::StoreError;
 use std::sync::atomic::Ordering;
 
 /// The end of a connection attempt, also when its task is dropped.
 pub(super) struct Attempt<'a, C: Connector> {
-    pub(super) shared: &'a Shared<C>,
+    pub(super) shared: &'a LinksShared<C>,
     pub(super) slot: usize,
     pub(super) result: Option<Result<C::Conn, StoreError>>,
 }
@@ -23,7 +23,7 @@ impl<C: Connector> Drop for Attempt<'_, C> {
 /// Notices calls given up on (their future dropped, i.e. timed out) with no
 /// answer from the connection, and replaces a connection that stalled.
 pub(super) struct Watch<'a, C: Connector> {
-    pub(super) shared: &'a Shared<C>,
+    pub(super) shared: &'a LinksShared<C>,
     pub(super) slot: usize,
     pub(super) generation: u64,
     pub(super) answered: bool,
