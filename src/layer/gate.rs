@@ -3,7 +3,7 @@
 //! response carries.
 
 use super::responder::{RejectionKind, Responder};
-use super::settle::{Act, DeniedByLimit, Settle};
+use super::settle::{DeniedByLimit, Settlement};
 use super::OwnFields;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
 use crate::headers::{write_with_policy, FieldSink, HeaderStyle, LimitReport, Prepared, ResetUnit};
@@ -73,7 +73,7 @@ pub(crate) struct LeaseResponder {
 pub(crate) struct RateGate {
     pub(crate) plan: Option<Arc<Plan>>,
     pub(crate) generation: u64,
-    pub(crate) settle: Option<Settle>,
+    pub(crate) settlement: Option<Settlement>,
 }
 
 /// What a request of the concurrency layer brings: the lease `id` of `key`
@@ -94,11 +94,11 @@ pub(crate) enum Next {
     Delay(Duration, Admitted),
 }
 
-/// An admitted request: the rate-limit fields its response gets, what to do
-/// with its charge once the status is known, and the lease it holds.
+/// An admitted request: the rate-limit fields its response gets, its
+/// charge to settle once the status is known, and the lease it holds.
 pub(crate) struct Admitted {
     fields: ResponseFields,
-    settle: Option<Settle>,
+    settlement: Option<Settlement>,
     lease: Option<Box<Lease>>,
 }
 
@@ -125,7 +125,9 @@ impl RateResponder {
         result: Result<Outcome, Error>,
         headers: &HeaderMap,
     ) -> Next {
-        let RateGate { plan, settle, .. } = gate;
+        let RateGate {
+            plan, settlement, ..
+        } = gate;
         let (decided, d) = match verdict(&self.responder, result, headers, |d| {
             Self::with_reports(own, plan.as_deref(), d, |reports| {
                 self.responder
@@ -138,11 +140,11 @@ impl RateResponder {
         // Shadow mode charged nothing to give back for a denial, nor an
         // exemption for an exempt key.
         let exempt = d.reason() == Reason::Exempt;
-        let settle = settle.filter(|_| d.allowed() && !exempt);
-        let trial = settle
+        let settlement = settlement.filter(|_| d.allowed() && !exempt);
+        let trial = settlement
             .as_ref()
-            .filter(|s| s.charges_late())
-            .map(|s| s.charge.cost);
+            .filter(|s| s.is_trial())
+            .map(|s| s.cost);
         let plan = plan.as_deref();
         let fields = match trial {
             // An exempt request is not limited: no rate-limit fields.
@@ -165,7 +167,7 @@ impl RateResponder {
         };
         let admitted = Admitted {
             fields,
-            settle,
+            settlement,
             lease: None,
         };
         if d.allowed() && !d.delay().is_zero() {
@@ -250,7 +252,7 @@ impl LeaseResponder {
         };
         Next::Call(Admitted {
             fields: ResponseFields::Fixed(Prepared::default()),
-            settle: None,
+            settlement: None,
             // Shadow mode serves a request that got no lease.
             lease: limiter.lease(key, id, &decided).ok().map(Box::new),
         })
@@ -306,15 +308,17 @@ impl Admitted {
     /// The response's head is known: write its fields, settle its charge;
     /// the lease goes on with the body.
     pub(crate) fn finish<B>(self, response: &mut Response<B>) -> Option<Box<Lease>> {
-        let act = self.settle.as_ref().and_then(|s| {
+        let owed = self.settlement.as_ref().map(|s| {
             let denied_inside = response.extensions().get::<DeniedByLimit>().is_some();
-            s.act(response.status(), denied_inside)
+            s.owed(response.status(), denied_inside)
         });
         let fields = match self.fields {
             ResponseFields::Fixed(fields) => fields,
+            // A request only tried: the fields as charged if it owes its
+            // cost, else without the charge its trial assumed.
             ResponseFields::Trial(both) => {
                 let [charged, uncharged] = *both;
-                if act == Some(Act::Charge) {
+                if owed.is_some_and(|o| o > 0) {
                     charged
                 } else {
                     uncharged
@@ -322,8 +326,8 @@ impl Admitted {
             }
         };
         fields.write_to(response.headers_mut());
-        if let (Some(settle), Some(act)) = (self.settle, act) {
-            settle.run(act);
+        if let (Some(settlement), Some(owed)) = (self.settlement, owed) {
+            settlement.settle(owed);
         }
         self.lease
     }

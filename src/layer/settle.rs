@@ -1,4 +1,9 @@
-//! What happens to a request's charge once its response is known.
+//! What happens to a request's charge once its response is known: one
+//! settlement. The layer charges a request when it admits it (its cost, or
+//! nothing for a request only tried); once the response's head is known the
+//! request owes what the layer's counting says, and the difference is
+//! charged or given back. `refund_when`, `count_only_when` and
+//! `refund_inner_denials` are cases of what a request owes.
 
 use super::predicate::StatusPredicate;
 use crate::limiter::Plan;
@@ -18,16 +23,17 @@ pub struct DeniedByLimit;
 
 pub(crate) type StatusFn = Arc<dyn StatusPredicate>;
 
-/// Which requests are charged.
+/// What an admitted request owes once its response is known, as the layer
+/// is configured.
 #[derive(Clone, Default)]
 pub(crate) enum Counting {
-    /// Every admitted request (the default).
+    /// Its cost (the default).
     #[default]
     Always,
-    /// Every admitted request, refunded when its status matches.
+    /// Its cost, or nothing when the response's status matches.
     RefundWhen(StatusFn),
-    /// Only requests whose response status matches, charged once the
-    /// response is known; before that the layer only peeks.
+    /// Nothing, or its cost when the response's status matches: until then
+    /// the layer only tries the request (its decision charges nothing).
     OnlyWhen(StatusFn),
 }
 
@@ -41,80 +47,89 @@ impl fmt::Debug for Counting {
     }
 }
 
-/// What to do with an admitted request's charge once its status is known:
-/// called at most once per request. The layer's configuration knows what to
-/// do (its [`Rule`]); the request brings its charge.
-pub(crate) struct Settle {
-    pub(crate) rule: Arc<dyn Rule>,
-    pub(crate) charge: Charge,
-}
-
-/// What a request was charged: its key, its cost and, for limits resolved
-/// for it, their plan.
-pub(crate) struct Charge {
-    pub(crate) key: SmolStr,
-    pub(crate) cost: u64,
-    pub(crate) plan: Option<Arc<Plan>>,
-}
-
-impl Settle {
-    /// What the response's `status` (and whether an inner limit denied the
-    /// request) does to the charge.
-    pub(crate) fn act(&self, status: StatusCode, denied_inside: bool) -> Option<Act> {
-        self.rule.act(status, denied_inside)
-    }
-
-    /// Whether the request was only tried, to be charged if its response
-    /// counts: until then its decision assumed its cost charged.
-    pub(crate) fn charges_late(&self) -> bool {
-        self.rule.charges_late()
-    }
-
-    /// Settle the charge as `act` says.
-    pub(crate) fn run(self, act: Act) {
-        self.rule.apply(&self.charge, act);
-    }
-}
-
-/// The layer's side of a [`Settle`], free of its type parameters.
-pub(crate) trait Rule: Send + Sync {
-    /// What a response does to a charge.
-    fn act(&self, status: StatusCode, denied_inside: bool) -> Option<Act>;
-    /// Whether requests are charged only once their response is known
-    /// (their decision was a trial).
-    fn charges_late(&self) -> bool;
-    /// Do `act` to `charge`.
-    fn apply(&self, charge: &Charge, act: Act);
-}
-
-/// What happens to a charge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Act {
-    Charge,
-    Refund,
-}
-
 impl Counting {
-    /// Whether any response can change the charge: else nothing needs to be
-    /// kept for the response.
-    pub(crate) fn may_act(&self, refund_inner: bool) -> bool {
-        !matches!(self, Counting::Always) || refund_inner
+    /// What admitting a request of cost `cost` charges: its cost, or
+    /// nothing when it is only tried.
+    pub(crate) fn charged_at_admission(&self, cost: u64) -> u64 {
+        match self {
+            Counting::OnlyWhen(_) => 0,
+            _ => cost,
+        }
     }
 
-    /// What the response's `status` (and whether an inner limit denied the
-    /// request) does to its charge.
-    pub(crate) fn act(
+    /// What a request of cost `cost` owes once its response's status is
+    /// `status`; `refund_inner`: an inner limit's denial (`denied_inside`)
+    /// makes it owe nothing.
+    pub(crate) fn owed(
         &self,
+        cost: u64,
         refund_inner: bool,
         status: StatusCode,
         denied_inside: bool,
-    ) -> Option<Act> {
-        match self {
-            Counting::OnlyWhen(f) => (f.matches(status) && !denied_inside).then_some(Act::Charge),
-            Counting::Always => (refund_inner && denied_inside).then_some(Act::Refund),
-            Counting::RefundWhen(f) => {
-                (f.matches(status) || (refund_inner && denied_inside)).then_some(Act::Refund)
-            }
+    ) -> u64 {
+        let free = match self {
+            Counting::Always => refund_inner && denied_inside,
+            Counting::RefundWhen(f) => f.matches(status) || (refund_inner && denied_inside),
+            Counting::OnlyWhen(f) => !f.matches(status) || denied_inside,
+        };
+        if free {
+            0
+        } else {
+            cost
+        }
+    }
+
+    /// Whether what a request owes can differ from what its admission
+    /// charged: else no settlement is kept for its response.
+    pub(crate) fn may_differ(&self, refund_inner: bool) -> bool {
+        !matches!(self, Counting::Always) || refund_inner
+    }
+}
+
+/// An admitted request's charge, to settle once its response is known:
+/// called at most once per request.
+pub(crate) struct Settlement {
+    /// The layer's side: what the request owes and how a difference is
+    /// charged, free of the layer's type parameters.
+    pub(crate) terms: Arc<dyn Terms>,
+    pub(crate) key: SmolStr,
+    /// The request's cost.
+    pub(crate) cost: u64,
+    /// What its admission charged (`cost`, or 0 for a request only tried).
+    pub(crate) charged: u64,
+    /// The limits resolved for this request, if any (else the limiter's own).
+    pub(crate) plan: Option<Arc<Plan>>,
+}
+
+/// What a layer settles requests by.
+pub(crate) trait Terms: Send + Sync {
+    /// What a request of cost `cost` owes once its response's status is
+    /// `status` (`denied_inside`: a limit inside the layer denied it).
+    fn owed(&self, cost: u64, status: StatusCode, denied_inside: bool) -> u64;
+    /// Charge `more` to the request of `settlement` (`more > 0`), or give
+    /// `-more` back.
+    fn adjust(&self, settlement: &Settlement, more: i128);
+}
+
+impl Settlement {
+    /// What the request owes, its response's head being known.
+    pub(crate) fn owed(&self, status: StatusCode, denied_inside: bool) -> u64 {
+        self.terms.owed(self.cost, status, denied_inside)
+    }
+
+    /// Whether the request was only tried (its admission charged nothing
+    /// though it has a cost): until settled, its decision assumed its cost
+    /// charged.
+    pub(crate) fn is_trial(&self) -> bool {
+        self.charged < self.cost
+    }
+
+    /// Settle at `owed`: charge or give back the difference from what the
+    /// admission charged, if any.
+    pub(crate) fn settle(self, owed: u64) {
+        let more = i128::from(owed) - i128::from(self.charged);
+        if more != 0 {
+            self.terms.adjust(&self, more);
         }
     }
 }

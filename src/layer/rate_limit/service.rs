@@ -6,7 +6,7 @@ use crate::layer::future::ResponseFuture;
 use crate::layer::gate::{Next, RateGate};
 use crate::layer::responder::Responder;
 use crate::layer::service::{self, Gatekeeper};
-use crate::layer::settle::{Act, Charge, Counting, Rule, Settle};
+use crate::layer::settle::{Counting, Settlement, Terms};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::{Error, Limiter};
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -125,14 +125,16 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
         let decision = limiter.start_for_layer(plan.as_deref(), version, &key, cost, call);
         let gate = RateGate {
             generation: version.generation,
-            settle: this.counting.may_act(this.refund_inner).then(|| Settle {
-                rule: this.clone(),
-                charge: Charge {
+            settlement: this
+                .counting
+                .may_differ(this.refund_inner)
+                .then(|| Settlement {
+                    terms: this.clone(),
                     key: SmolStr::new(&key),
                     cost,
+                    charged: this.counting.charged_at_admission(cost),
                     plan: plan.clone(),
-                },
-            }),
+                }),
             plan,
         };
         (decision, gate)
@@ -144,24 +146,23 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
     }
 }
 
-impl<K: KeyExtractor, A: Algorithm> Rule for RateLimitConfig<K, A> {
-    fn act(&self, status: StatusCode, denied_inside: bool) -> Option<Act> {
-        self.counting.act(self.refund_inner, status, denied_inside)
+impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
+    fn owed(&self, cost: u64, status: StatusCode, denied_inside: bool) -> u64 {
+        self.counting
+            .owed(cost, self.refund_inner, status, denied_inside)
     }
 
-    fn charges_late(&self) -> bool {
-        matches!(self.counting, Counting::OnlyWhen(_))
-    }
-
-    fn apply(&self, charge: &Charge, act: Act) {
-        // At once on a store that never waits; else in the background.
-        let (plan, key, cost) = (charge.plan.as_deref(), &*charge.key, charge.cost);
-        let call = match act {
-            Act::Charge => LayerCall::LateCharge,
-            Act::Refund => LayerCall::Refund,
+    fn adjust(&self, settlement: &Settlement, more: i128) {
+        let (call, cost) = if more > 0 {
+            (LayerCall::LateCharge, more)
+        } else {
+            (LayerCall::Refund, -more)
         };
-        // Under the limiter's own limits as they are now.
+        let cost = u64::try_from(cost).unwrap_or(u64::MAX);
+        // Under the limiter's own limits as they are now; at once on a
+        // store that never waits, else in the background.
         let version = self.limiter.version();
+        let (plan, key) = (settlement.plan.as_deref(), &*settlement.key);
         self.limiter
             .start_for_layer(plan, version, key, cost, call)
             .detach("settlement of a charge");
