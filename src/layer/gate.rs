@@ -128,14 +128,15 @@ impl RateResponder {
         let RateGate {
             plan, settlement, ..
         } = gate;
-        let (decided, d) = match verdict(&self.responder, result, headers, |d| {
+        let served = served(&self.responder, result, headers, |d| {
             Self::with_reports(own, plan.as_deref(), d, |reports| {
                 self.responder
                     .reject(RejectionKind::Limited { reports }, headers)
             })
-        }) {
-            Verdict::Serve(decided, d) => (decided, d),
-            Verdict::Refuse(response) => return Next::Reject(response),
+        });
+        let (decided, d) = match served {
+            Ok(served) => served,
+            Err(response) => return Next::Reject(response),
         };
         // Shadow mode charged nothing to give back for a denial, nor an
         // exemption for an exempt key.
@@ -238,7 +239,7 @@ impl LeaseResponder {
         headers: &HeaderMap,
     ) -> Next {
         let LeaseGate { limiter, key, id } = gate;
-        let decided = match verdict(&self.responder, result, headers, |d| {
+        let served = served(&self.responder, result, headers, |d| {
             let d = d.overall();
             let wait = self.retry_after;
             let full = Decision::over_limit(d.limit(), d.remaining(), wait, wait);
@@ -246,9 +247,10 @@ impl LeaseResponder {
             let reports = [LimitReport::new(limiter.name(), quota, &full)];
             self.responder
                 .reject(RejectionKind::Limited { reports: &reports }, headers)
-        }) {
-            Verdict::Serve(decided, _) => decided,
-            Verdict::Refuse(response) => return Next::Reject(response),
+        });
+        let decided = match served {
+            Ok((decided, _)) => decided,
+            Err(response) => return Next::Reject(response),
         };
         Next::Call(Admitted {
             fields: ResponseFields::Fixed(Prepared::default()),
@@ -259,40 +261,36 @@ impl LeaseResponder {
     }
 }
 
-/// Whether the layer serves a request (with what its limits add up to), or
-/// answers it itself.
-enum Verdict {
-    Serve(Outcome, Decision),
-    Refuse(Response<Bytes>),
-}
-
-/// The decision of a request the layer serves, or the layer's answer to one
-/// it refuses: 503 when the decision could not be made or the failure
-/// policy denies, 403 for a key on the deny list, `limited` (429) when a
-/// limit denies, unless in shadow mode.
-fn verdict(
+/// The decision of a request the layer serves (and what its limits add up
+/// to), or the layer's answer to one it refuses: 503 when the decision
+/// could not be made or the failure policy denies, 403 for a key on the
+/// deny list, `limited` (429) when a limit denies, unless in shadow mode.
+// The refusal is no error to propagate but the layer's answer, built once
+// and moved once to the response: boxing it would allocate on every one.
+#[allow(clippy::result_large_err)]
+fn served(
     responder: &Responder,
     result: Result<Outcome, Error>,
     headers: &HeaderMap,
     limited: impl FnOnce(&Outcome) -> Response<Bytes>,
-) -> Verdict {
+) -> Result<(Outcome, Decision), Response<Bytes>> {
     let decided = match result {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!(error = %e, limiter = %responder.name, "rate-limit decision failed; answering 503");
             let kind = RejectionKind::Unavailable { retry_after: None };
-            return Verdict::Refuse(responder.reject(kind, headers));
+            return Err(responder.reject(kind, headers));
         }
     };
     let d = decided.overall();
     if d.allowed() {
-        return Verdict::Serve(decided, d);
+        return Ok((decided, d));
     }
     if responder.shadow {
         tracing::info!(limiter = %responder.name, reason = %d.reason(), "shadow mode: request over the limit served anyway");
-        return Verdict::Serve(decided, d);
+        return Ok((decided, d));
     }
-    Verdict::Refuse(match d.reason() {
+    Err(match d.reason() {
         Reason::FailClosed | Reason::FailOpen => {
             let kind = RejectionKind::Unavailable {
                 retry_after: d.retry_after(),
