@@ -3,8 +3,9 @@
 //! in the body they answer with.
 
 use super::body::{RejectionBody, ResponseBody};
-use super::gate::{Admitted, Next};
-use super::service::Gatekeeper;
+use super::gatekeeper::Gatekeeper;
+use super::next::{Admitted, Next};
+use super::responder::RejectionKind;
 use crate::concurrency::Lease;
 use crate::limiter::{Outcome, Pending};
 use crate::Error;
@@ -93,7 +94,7 @@ pin_project! {
 }
 
 /// What a decision under way leads to once made: the layer's `next`, with
-/// the layer and the request's gate taken along.
+/// the layer and the request's ticket taken along.
 type Resume = Box<dyn FnOnce(Result<Outcome, Error>, &HeaderMap) -> Next + Send + Sync>;
 
 const POLLED_AFTER_DONE: &str = "a layer's response future polled after completion";
@@ -126,14 +127,14 @@ where
         req: Request<ReqBody>,
         decision: Pending<Outcome>,
         config: &Arc<C>,
-        gate: C::Gate,
+        ticket: C::Ticket,
     ) -> Self {
         match decision.now() {
-            Ok(result) => Stage::after(config.next(gate, result, req.headers()), inner, req),
+            Ok(result) => Stage::after(config.next(ticket, result, req.headers()), inner, req),
             Err(decision) => {
                 let config = Arc::clone(config);
                 let resume: Resume =
-                    Box::new(move |result, headers| config.next(gate, result, headers));
+                    Box::new(move |result, headers| config.next(ticket, result, headers));
                 Stage::Deciding {
                     decision,
                     waiting: Some(Box::new((take_ready(inner), req, resume))),
@@ -237,4 +238,27 @@ where
             Ending::Refused(response) => response.map(ResponseBody::full),
         }))
     }
+}
+
+/// The `call` of [`RateLimit`](super::RateLimit) and
+/// [`ConcurrencyLimit`](super::ConcurrencyLimit): take the key, start the
+/// decision, and let the response future carry on from the state returned.
+pub(crate) fn call<S, C, ReqBody>(
+    inner: &mut S,
+    config: &Arc<C>,
+    req: Request<ReqBody>,
+) -> Stage<S, ReqBody>
+where
+    S: Service<Request<ReqBody>> + Clone,
+    C: Gatekeeper,
+{
+    let key = match config.key(&req) {
+        Ok(key) => key,
+        Err(rejection) => {
+            let kind = RejectionKind::NoKey(&rejection);
+            return Stage::done(config.responder().reject(kind, req.headers()));
+        }
+    };
+    let (decision, ticket) = C::start(config, &req, key);
+    Stage::start(inner, req, decision, config, ticket)
 }

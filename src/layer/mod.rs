@@ -33,12 +33,12 @@ mod body;
 mod concurrency;
 mod cost;
 mod future;
-mod gate;
+mod gatekeeper;
+mod next;
 mod own_fields;
 pub mod predicate;
 mod rate_limit;
 mod responder;
-mod service;
 mod settle;
 
 pub use body::{RejectionBody, ResponseBody};

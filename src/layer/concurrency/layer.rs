@@ -1,7 +1,7 @@
 use super::service::ConcurrencyLimit;
 use crate::concurrency::ConcurrencyLimiter;
 use crate::key::KeyExtractor;
-use crate::layer::gate::LeaseResponder;
+use crate::layer::next::LeaseResponder;
 use crate::layer::responder::{Rejection, Responder};
 use bytes::Bytes;
 use http::Response;

@@ -2,10 +2,11 @@ use super::layer::ConcurrencyLimitConfig;
 use crate::concurrency::ConcurrencyLimiter;
 use crate::key::{KeyExtractor, KeyRejection};
 use crate::layer::body::ResponseBody;
+use crate::layer::future;
 use crate::layer::future::ConcurrencyLimitFuture;
-use crate::layer::gate::{LeaseGate, Next};
+use crate::layer::gatekeeper::Gatekeeper;
+use crate::layer::next::{LeaseTicket, Next};
 use crate::layer::responder::Responder;
-use crate::layer::service::{self, Gatekeeper};
 use crate::limiter::{Outcome, Pending};
 use crate::Error;
 use bytes::Bytes;
@@ -75,7 +76,7 @@ where
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        ConcurrencyLimitFuture::new(service::call(&mut self.inner, &self.config, req))
+        ConcurrencyLimitFuture::new(future::call(&mut self.inner, &self.config, req))
     }
 }
 
@@ -92,7 +93,7 @@ impl<S: fmt::Debug, K: fmt::Debug> fmt::Debug for ConcurrencyLimit<S, K> {
 // `call`, never named outside the crate.
 #[allow(private_interfaces)]
 impl<K: KeyExtractor> Gatekeeper for ConcurrencyLimitConfig<K> {
-    type Gate = LeaseGate;
+    type Ticket = LeaseTicket;
 
     fn key<'r, B>(&self, req: &'r Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
         self.extractor.extract(req)
@@ -106,17 +107,22 @@ impl<K: KeyExtractor> Gatekeeper for ConcurrencyLimitConfig<K> {
         this: &Arc<Self>,
         _req: &Request<B>,
         key: Cow<'_, str>,
-    ) -> (Pending<Outcome>, LeaseGate) {
+    ) -> (Pending<Outcome>, LeaseTicket) {
         let (id, decision) = this.limiter.start_acquire(&key);
-        let gate = LeaseGate {
+        let ticket = LeaseTicket {
             limiter: this.limiter.clone(),
             key: key.into_owned(),
             id,
         };
-        (decision, gate)
+        (decision, ticket)
     }
 
-    fn next(&self, gate: LeaseGate, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
-        self.responder.next(gate, result, headers)
+    fn next(
+        &self,
+        ticket: LeaseTicket,
+        result: Result<Outcome, Error>,
+        headers: &HeaderMap,
+    ) -> Next {
+        self.responder.next(ticket, result, headers)
     }
 }

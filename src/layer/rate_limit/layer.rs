@@ -3,7 +3,7 @@ use crate::algorithm::Algorithm;
 use crate::headers::HeaderStyle;
 use crate::key::{KeyExtractor, RequestView};
 use crate::layer::cost::Pricing;
-use crate::layer::gate::RateResponder;
+use crate::layer::next::RateResponder;
 use crate::layer::predicate::charging::{CountOnlyWhen, RefundWhen, Upfront};
 use crate::layer::predicate::StatusPredicate;
 use crate::layer::responder::{Rejection, Responder};

@@ -2,10 +2,11 @@ use super::layer::RateLimitConfig;
 use crate::algorithm::Algorithm;
 use crate::key::{KeyExtractor, KeyRejection, RequestView};
 use crate::layer::body::RejectionBody;
+use crate::layer::future;
 use crate::layer::future::ResponseFuture;
-use crate::layer::gate::{Next, RateGate};
+use crate::layer::gatekeeper::Gatekeeper;
+use crate::layer::next::{Next, RateTicket};
 use crate::layer::responder::Responder;
-use crate::layer::service::{self, Gatekeeper};
 use crate::layer::settle::{Counting, Settlement, Terms};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::{Error, Limiter};
@@ -75,7 +76,7 @@ where
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        ResponseFuture::new(service::call(&mut self.inner, &self.config, req))
+        ResponseFuture::new(future::call(&mut self.inner, &self.config, req))
     }
 }
 
@@ -92,7 +93,7 @@ impl<S: fmt::Debug, K: fmt::Debug, A: fmt::Debug> fmt::Debug for RateLimit<S, K,
 // `call`, never named outside the crate.
 #[allow(private_interfaces)]
 impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
-    type Gate = RateGate;
+    type Ticket = RateTicket;
 
     fn key<'r, B>(&self, req: &'r Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
         self.extractor.extract(req)
@@ -106,7 +107,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
         this: &Arc<Self>,
         req: &Request<B>,
         key: Cow<'_, str>,
-    ) -> (Pending<Outcome>, RateGate) {
+    ) -> (Pending<Outcome>, RateTicket) {
         let view = RequestView::new(req);
         let cost = this.pricing.of(view);
         let limiter = &this.limiter;
@@ -123,7 +124,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
         // The limiter's own limits, read once: decided and reported under them.
         let version = limiter.version();
         let decision = limiter.start_for_layer(plan.as_deref(), version, &key, cost, call);
-        let gate = RateGate {
+        let ticket = RateTicket {
             generation: version.generation,
             settlement: this
                 .counting
@@ -137,12 +138,17 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
                 }),
             plan,
         };
-        (decision, gate)
+        (decision, ticket)
     }
 
-    fn next(&self, gate: RateGate, result: Result<Outcome, Error>, headers: &HeaderMap) -> Next {
-        let own = self.limiter.version_of(gate.generation).fields();
-        self.responder.next(gate, own, result, headers)
+    fn next(
+        &self,
+        ticket: RateTicket,
+        result: Result<Outcome, Error>,
+        headers: &HeaderMap,
+    ) -> Next {
+        let own = self.limiter.version_of(ticket.generation).fields();
+        self.responder.next(ticket, own, result, headers)
     }
 }
 

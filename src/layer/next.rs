@@ -70,7 +70,7 @@ pub(crate) struct LeaseResponder {
 /// outcome: `plan` is a quota resolved for this request (`None`: the
 /// limiter's own limits, of version `generation`: those the decision
 /// started under, whatever changed since).
-pub(crate) struct RateGate {
+pub(crate) struct RateTicket {
     pub(crate) plan: Option<Arc<Plan>>,
     pub(crate) generation: u64,
     pub(crate) settlement: Option<Settlement>,
@@ -78,7 +78,7 @@ pub(crate) struct RateGate {
 
 /// What a request of the concurrency layer brings: the lease `id` of `key`
 /// being acquired.
-pub(crate) struct LeaseGate {
+pub(crate) struct LeaseTicket {
     pub(crate) limiter: ConcurrencyLimiter,
     pub(crate) key: String,
     pub(crate) id: String,
@@ -120,14 +120,14 @@ impl RateResponder {
     /// was made under.
     pub(crate) fn next(
         &self,
-        gate: RateGate,
+        ticket: RateTicket,
         own: &OwnFields,
         result: Result<Outcome, Error>,
         headers: &HeaderMap,
     ) -> Next {
-        let RateGate {
+        let RateTicket {
             plan, settlement, ..
-        } = gate;
+        } = ticket;
         let served = served(&self.responder, result, headers, |d| {
             Self::with_reports(own, plan.as_deref(), d, |reports| {
                 self.responder
@@ -142,10 +142,7 @@ impl RateResponder {
         // exemption for an exempt key.
         let exempt = d.reason() == Reason::Exempt;
         let settlement = settlement.filter(|_| d.allowed() && !exempt);
-        let trial = settlement
-            .as_ref()
-            .filter(|s| s.is_trial())
-            .map(|s| s.cost);
+        let trial = settlement.as_ref().filter(|s| s.is_trial()).map(|s| s.cost);
         let plan = plan.as_deref();
         let fields = match trial {
             // An exempt request is not limited: no rate-limit fields.
@@ -234,11 +231,11 @@ impl LeaseResponder {
     /// What `result` leads to; `headers` are the request's.
     pub(crate) fn next(
         &self,
-        gate: LeaseGate,
+        ticket: LeaseTicket,
         result: Result<Outcome, Error>,
         headers: &HeaderMap,
     ) -> Next {
-        let LeaseGate { limiter, key, id } = gate;
+        let LeaseTicket { limiter, key, id } = ticket;
         let served = served(&self.responder, result, headers, |d| {
             let d = d.overall();
             let wait = self.retry_after;
