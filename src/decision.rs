@@ -3,6 +3,8 @@
 use std::cmp::{Ordering, Reverse};
 use std::time::Duration;
 
+use packed::PackedReason;
+
 /// What a limiter decided for one request.
 ///
 /// All durations are at millisecond precision, rounded **up**, so a client
@@ -32,34 +34,6 @@ pub struct Decision {
     retry_ms: Option<u64>,
     delay_ms: u64,
     verdict: PackedReason,
-}
-
-/// A decision's reason and whether it is degraded, in one word.
-// One word, written by one store: the copy of a decision its caller makes
-// at once (out of a `Result`, into a variable) reads the word straight
-// back. As two bytes, the word was read back across two stores still on
-// their way, a stall (71.3 -> 68.5 ns a memory-store GCRA decision over
-// 10 000 keys, 59.5 -> 54.8 over 100, benches/outside).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct PackedReason(u64);
-
-impl PackedReason {
-    const DEGRADED: u64 = 1 << 8;
-
-    #[inline]
-    fn new(reason: Reason, degraded: bool) -> Self {
-        Self(reason.index() as u64 | if degraded { Self::DEGRADED } else { 0 })
-    }
-
-    #[inline]
-    fn reason(self) -> Reason {
-        Reason::ALL[(self.0 & 0xff) as usize]
-    }
-
-    #[inline]
-    fn degraded(self) -> bool {
-        self.0 & Self::DEGRADED != 0
-    }
 }
 
 // Every field is shown: the times through their getters, as `Duration`s (the
@@ -402,5 +376,6 @@ impl Decision {
     }
 }
 
+mod packed;
 #[cfg(test)]
 mod tests;
