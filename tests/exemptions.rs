@@ -66,6 +66,16 @@ where
     test(store, "redis", Some(redis)).await;
 }
 
+/// An app answering "ok" behind `limiter`, keyed by `x-client`, served
+/// over TCP: its base URL.
+async fn serve_by_client<A: floodgate::algorithm::Algorithm>(limiter: Limiter<A>) -> String {
+    let key = Header::new(HeaderName::from_static("x-client"));
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(RateLimitLayer::new(limiter, key));
+    serve(app).await
+}
+
 async fn get_as(client: &reqwest::Client, base: &str, who: &str) -> reqwest::Response {
     client
         .get(base)
@@ -87,11 +97,7 @@ async fn http_allow_and_deny_by_key_and_by_ipv4_and_ipv6_network_changed_at_run_
             .exemptions(exemptions.clone())
             .build()
             .unwrap();
-        let key = Header::new(HeaderName::from_static("x-client"));
-        let app = Router::new()
-            .route("/", get(|| async { "ok" }))
-            .layer(RateLimitLayer::new(limiter, key));
-        let base = serve(app).await;
+        let base = serve_by_client(limiter).await;
         let client = reqwest::Client::new();
 
         exemptions.allow_network(net("10.0.0.0/8"));
@@ -321,11 +327,7 @@ async fn the_layer_reports_no_limit_in_shadow_mode() {
         .clock(ManualClock::new(0))
         .build()
         .unwrap();
-    let key = Header::new(HeaderName::from_static("x-client"));
-    let app = Router::new()
-        .route("/", get(|| async { "ok" }))
-        .layer(RateLimitLayer::new(limiter, key));
-    let base = serve(app).await;
+    let base = serve_by_client(limiter).await;
     let client = reqwest::Client::new();
     for remaining in [4, 3, 2] {
         let res = get_as(&client, &base, "ana").await;
@@ -345,11 +347,7 @@ async fn the_layer_reports_no_limit_in_shadow_mode() {
         .clock(ManualClock::new(0))
         .build()
         .unwrap();
-    let key = Header::new(HeaderName::from_static("x-client"));
-    let app = Router::new()
-        .route("/", get(|| async { "ok" }))
-        .layer(RateLimitLayer::new(limiter, key));
-    let base = serve(app).await;
+    let base = serve_by_client(limiter).await;
     for _ in 0..3 {
         let res = get_as(&client, &base, "ana").await;
         assert_eq!(res.status(), StatusCode::OK);

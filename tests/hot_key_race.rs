@@ -10,6 +10,8 @@
 //! own latest instant, `now - taken` underflowed here on nearly every run
 //! (a panic in debug, nonsense ages in release).
 
+mod common;
+
 use floodgate::algorithm::{FixedWindow, TokenBucket};
 use floodgate::clock::Clock;
 use floodgate::store::MemoryStore;
@@ -35,16 +37,6 @@ impl Clock for OutOfOrder {
 
 const TASKS: usize = 64;
 const CHECKS: usize = 400;
-
-fn runtime() -> tokio::runtime::Runtime {
-    // Timers on: a request that meets a slice being taken waits for it
-    // under the limiter's timeout.
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// `TASKS` tasks × `CHECKS` checks of one key; every answer's numbers
 /// stay within the limit and the window.
@@ -91,7 +83,9 @@ fn many_tasks_on_one_hot_fixed_window_key_never_see_time_run_backwards() {
         .hot_keys(HotKeys::new(2).threshold(1))
         .build()
         .unwrap();
-    runtime().block_on(hammer(limiter, 1_000_000, window));
+    // Timers on (`common::runtime`): a request that meets a slice being
+    // taken waits for it under the limiter's timeout.
+    common::runtime().block_on(hammer(limiter, 1_000_000, window));
 }
 
 #[test]
@@ -102,5 +96,5 @@ fn many_tasks_on_one_hot_token_bucket_key_never_see_time_run_backwards() {
         .build()
         .unwrap();
     // A bucket's reset is when it is full again: at most 1 000 s here.
-    runtime().block_on(hammer(limiter, 1_000_000, Duration::from_secs(1_000)));
+    common::runtime().block_on(hammer(limiter, 1_000_000, Duration::from_secs(1_000)));
 }

@@ -39,14 +39,6 @@ const STEPS: usize = 40;
 /// and above what a bucket refills.
 const PER_TASK: usize = 4;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// What a run admitted at each step, its decisions and its Redis calls.
 struct Run {
     admitted: Vec<u64>,
@@ -142,7 +134,7 @@ fn bucket_excess(admitted: &[u64], burst: u64, per_ms: f64) -> i64 {
 /// and takes again; BENCHMARKS.md measures the ratio under a steady load).
 fn compare<A: Algorithm + Clone>(algorithm: A, name: &str, check: impl Fn(&Run)) {
     let server = RedisServer::start();
-    let rt = runtime();
+    let rt = common::runtime();
     let plain = rt.block_on(hammer(
         &server,
         algorithm.clone(),
@@ -219,7 +211,7 @@ fn four_servers_share_a_gcra_limit_within_its_bound_and_one_slice() {
 /// then gets everything but A's request and A's slice, at once.
 fn dropped_holder<A: Algorithm + Clone>(algorithm: A, limit: u64, prefix: &str) {
     let server = RedisServer::start();
-    let rt = runtime();
+    let rt = common::runtime();
     rt.block_on(async {
         let clock = ManualClock::new(T0);
         let build = || {
@@ -278,7 +270,7 @@ fn one_server(
 #[test]
 fn a_local_decision_reports_the_store_remaining_plus_the_slice_left() {
     let server = RedisServer::start();
-    runtime().block_on(async {
+    common::runtime().block_on(async {
         let limiter = one_server(&server, 1000, Duration::from_secs(1))
             .build()
             .unwrap();
@@ -306,7 +298,7 @@ const MARGIN: Duration = Duration::from_millis(250);
 #[test]
 fn a_held_slice_decides_through_an_outage_then_the_failure_policy_answers_in_time() {
     let mut server = RedisServer::start();
-    runtime().block_on(async {
+    common::runtime().block_on(async {
         // One server: slices of 100. Fail closed, so the policy's answers show.
         let limiter = one_server(&server, 1000, Duration::from_secs(3600))
             .timeout(TIMEOUT)
@@ -380,7 +372,7 @@ fn the_layer_reports_honest_numbers_on_locally_decided_requests() {
     use floodgate::layer::RateLimitLayer;
 
     let server = RedisServer::start();
-    runtime().block_on(async {
+    common::runtime().block_on(async {
         // One server: slices of 200 / 10 = 20.
         let limiter = one_server(&server, 200, Duration::from_secs(3600))
             .name("partners")
@@ -426,7 +418,7 @@ fn the_layer_reports_honest_numbers_on_locally_decided_requests() {
 #[test]
 fn a_key_spray_does_not_push_a_hot_key_out_of_its_slice() {
     let server = RedisServer::start();
-    runtime().block_on(async {
+    common::runtime().block_on(async {
         let limiter = one_server(&server, 10_000, Duration::from_secs(3600))
             .hot_keys(HotKeys::new(1).threshold(1).max_keys(10))
             .build()

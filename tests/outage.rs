@@ -466,14 +466,6 @@ async fn no_phantom_leases(all: &[Arc<Fixture>]) {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Only one of these tests at a time: both load the machine.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -483,7 +475,7 @@ fn a_paused_redis_is_answered_by_policy_within_the_timeout_and_resumes() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let server = RedisServer::start();
-    let rt = runtime();
+    let rt = common::runtime();
     let all = rt.block_on(fixtures(&server));
     server.pause();
     rt.block_on(while_down(&all));
@@ -499,7 +491,7 @@ fn a_killed_redis_is_answered_by_policy_within_the_timeout_and_resumes_after_a_r
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut server = RedisServer::start();
-    let rt = runtime();
+    let rt = common::runtime();
     let all = rt.block_on(fixtures(&server));
     server.kill();
     rt.block_on(while_down(&all));

@@ -48,12 +48,19 @@ impl fmt::Debug for Counting {
 }
 
 impl Counting {
+    /// Whether a request is only tried when admitted (charged nothing
+    /// until its response is known).
+    pub(crate) fn only_tried(&self) -> bool {
+        matches!(self, Counting::OnlyWhen(_))
+    }
+
     /// What admitting a request of cost `cost` charges: its cost, or
     /// nothing when it is only tried.
     pub(crate) fn charged_at_admission(&self, cost: u64) -> u64 {
-        match self {
-            Counting::OnlyWhen(_) => 0,
-            _ => cost,
+        if self.only_tried() {
+            0
+        } else {
+            cost
         }
     }
 

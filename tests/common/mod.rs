@@ -188,6 +188,16 @@ pub fn caught_up(primary: u16, replicas: &[u16], info: impl Fn(u16) -> Option<St
     }
 }
 
+/// A multi-thread Tokio runtime on 2 workers with timers and I/O on: what
+/// the tests that run many tasks against one limiter block on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

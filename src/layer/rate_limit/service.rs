@@ -7,7 +7,7 @@ use crate::layer::future::ResponseFuture;
 use crate::layer::gatekeeper::Gatekeeper;
 use crate::layer::next::{Next, RateTicket};
 use crate::layer::responder::Responder;
-use crate::layer::settle::{Counting, Settlement, Terms};
+use crate::layer::settle::{Settlement, Terms};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::{Error, Limiter};
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -116,10 +116,11 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             .as_ref()
             .and_then(|f| f(view))
             .map(|a| Arc::new(limiter.plan(&a)));
-        let call = match this.counting {
-            // Charged once the response is known: only a trial now.
-            Counting::OnlyWhen(_) => LayerCall::Trial,
-            _ => LayerCall::Check,
+        // Charged once the response is known: only a trial now.
+        let call = if this.counting.only_tried() {
+            LayerCall::Trial
+        } else {
+            LayerCall::Check
         };
         // The limiter's own limits, read once: decided and reported under them.
         let version = limiter.version();
