@@ -41,15 +41,33 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
     if b ~= backlog then return vs_state(b, ts), ceil(b) + SLACK end
     return
   end
+  -- A reservation of several limits is booked at the longest of their
+  -- waits (`lead`): each schedule takes the cost from then on.
+  if lead > backlog then backlog = lead end
   local after = backlog + cost * interval
-  if cost > 0 and after - tau > eps then
+  -- A reservation may book up to `wait` ms ahead (the leaky bucket's
+  -- queue holds no more than its capacity whatever the wait).
+  local room = 0
+  if wait and not queue then room = wait end
+  if cost > 0 and after - tau > eps + room then
     local retry = nil
-    if cost <= burst then retry = after - tau end
+    if cost <= burst then retry = after - tau - room end
     put(o, 0, burst, floor((tau - backlog + eps) / interval), backlog, retry, 0)
     return
   end
   local delay = 0
-  if queue then delay = backlog end
+  if queue then
+    delay = backlog
+    -- A reservation of the leaky bucket: its delay at most `wait`.
+    if wait and cost > 0 and backlog - wait > eps then
+      put(o, 0, burst, floor((tau - backlog + eps) / interval), backlog, backlog - wait, 0)
+      return
+    end
+  elseif wait and after - tau > eps then
+    delay = after - tau
+  end
+  -- Never said longer than asked: within `eps` of it is it.
+  if wait and delay > wait then delay = wait end
   put(o, 1, burst, floor((tau - after + eps) / interval), after, nil, delay)
   if cost > 0 then return vs_state(after, ts), ceil(after) + SLACK end
 end

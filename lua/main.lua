@@ -44,6 +44,11 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
   local mode = ARGV[a + 2]
   cost = ARGV[a + 3] + 0
   local refund = mode == 'refund'
+  -- A reservation: a check that may book up to `wait` ms ahead.
+  wait, lead = nil, 0
+  if mode ~= 'check' and not refund and mode ~= 'peek' then
+    wait, mode = mode + 0, 'check'
+  end
   if n == 1 then
     -- Sized at once: no rehash while the reply is put.
     out = into or {0, 0, 0, 0, 0, 0}
@@ -71,6 +76,27 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
     ws[i], ts[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund, EXTRA[alg] and ARGV[b + 4])
     if out[o + 6 * i - 5] == 0 and not SHADOW[alg] then all = false end
     b = b + 3 + (EXTRA[alg] or 0)
+  end
+  -- A reservation waits for the longest of its limits: each schedule is
+  -- decided again as booked then (a leaky bucket may then have no room),
+  -- and charged from then on, so that none sees the cost before its time.
+  -- Whole ms, as the replies say them (and as the twin reads them).
+  if all and wait then
+    local w = 0
+    for i = 1, n do
+      local d = out[o + 6 * i]
+      if not SHADOW[ARGV[bs[i] + 1]] and d > w then w = d end
+    end
+    if w > 0 then
+      lead = w
+      for i = 1, n do
+        local b = bs[i]
+        local alg = ARGV[b + 1]
+        ws[i], ts[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, false, EXTRA[alg] and ARGV[b + 4])
+        if out[o + 6 * i - 5] == 0 and not SHADOW[alg] then all = false end
+      end
+      lead = 0
+    end
   end
   if all and mode ~= 'peek' then
     for i = 1, n do

@@ -5,7 +5,11 @@
 --
 -- ARGV[1] = now in ms, or '' to read the Redis server's clock (TIME)
 -- ARGV[2] = mode: 'check' (charge if admitted), 'peek' (write nothing),
---           'refund' (give `cost` back)
+--           'refund' (give `cost` back), or a number: a reservation, a
+--           check that may book the cost up to that many ms ahead (GCRA
+--           and the token bucket book the earliest time it fits, the leaky
+--           bucket admits only when its delay is at most that; the windows
+--           and the sliding log decide it as a check)
 -- ARGV[3] = cost (already clamped to at most limit + 1 by the client)
 -- For each KEYS[i] in turn, after ARGV[3]: its algorithm ('fw', ...; 'fw~'
 --   in shadow mode), then its parameters: two, or three for the jittered
@@ -21,8 +25,12 @@ local function bind()
   find, format, len, sub, match = string.find, string.format, string.len, string.sub, string.match
   tonumber, call = _G.tonumber, redis.call
 end
--- Set by each call before any algorithm runs (main.lua).
+-- Set by each call before any algorithm runs (main.lua). `wait`: a
+-- reservation's longest wait in ms, nil for any other mode. `lead`: how
+-- far ahead a reservation of several limits is booked (their longest
+-- wait, decide() in main.lua), 0 otherwise.
 local now, cost, out
+local wait, lead = nil, 0
 -- Keys outlive their use by this margin, so a test clock that runs slower
 -- than the wall clock never sees state vanish early.
 local SLACK = 1000

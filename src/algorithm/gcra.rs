@@ -153,17 +153,59 @@ pub(super) fn virtual_schedule(
         let w = if b == backlog { None } else { store(b, &r) };
         return (r, w);
     }
+    // A reservation: a check that may book up to `wait` ms ahead, at or
+    // after `lead` (the longest wait of several limits).
+    let (backlog, room) = match at.wait {
+        None => (backlog, 0.0),
+        Some(wait) => (
+            if at.lead > backlog { at.lead } else { backlog },
+            // The leaky bucket's queue holds no more than its capacity,
+            // whatever the wait.
+            if queue { 0.0 } else { wait },
+        ),
+    };
     let after = backlog + cost * interval;
-    if cost > 0.0 && after - tau > eps {
+    if cost > 0.0 && after - tau > eps + room {
         let (reason, retry) = if cost <= burst {
-            (Reason::OverLimit, ms(after - tau))
+            (Reason::OverLimit, ms(after - tau - room))
         } else {
             (Reason::CostTooHigh, -1)
         };
         return (reply(reason, backlog, retry, 0), None);
     }
-    let delay = if queue { ms(backlog) } else { 0 };
+    let delay = match at.wait {
+        None if queue => ms(backlog),
+        None => 0,
+        Some(wait) => match booked(backlog, after - tau, wait, (eps, queue, cost)) {
+            Ok(delay) => delay,
+            Err(retry) => return (reply(Reason::OverLimit, backlog, retry, 0), None),
+        },
+    };
     let r = reply(Reason::WithinLimit, after, -1, delay);
     let w = if cost > 0.0 { store(after, &r) } else { None };
     (r, w)
+}
+
+/// The wait of an admitted reservation (`Ok`, in ms), given its backlog
+/// and how far past the burst it ends (`over`): the leaky bucket's queue
+/// delay, which must be at most `wait` (else `Err` with when it would
+/// be), or the time until the cost fits. Never said longer than `wait`:
+/// within `eps` of it is it.
+fn booked(
+    backlog: f64,
+    over: f64,
+    wait: f64,
+    (eps, queue, cost): (f64, bool, f64),
+) -> Result<i64, i64> {
+    let delay = if queue {
+        if cost > 0.0 && backlog - wait > eps {
+            return Err(ms(backlog - wait));
+        }
+        backlog
+    } else if over > eps {
+        over
+    } else {
+        0.0
+    };
+    Ok(ms(delay.min(wait)))
 }

@@ -56,7 +56,7 @@ pub use limits::{Limits, MAX_LIMITS};
 pub use windows::{FixedWindow, SlidingLog, SlidingWindow, MAX_LOG};
 
 pub(crate) use reply::Reply;
-pub(crate) use spec::{Spec, State, Write};
+pub(crate) use spec::{Spec, State, TwinMode, Write};
 pub(crate) use usage::quota_used;
 
 /// What a [`Limiter`](crate::Limiter) limits with: one of the six algorithm

@@ -74,13 +74,44 @@ pub(crate) enum State {
 }
 
 /// What one twin decides at: the time and the (clamped) cost, as Lua's
-/// numbers, whether it gives the cost back, and whether it may write.
+/// numbers, whether it gives the cost back, whether it may write, and for
+/// a reservation its longest wait and where it is booked (the script's
+/// `wait` and `lead`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TwinInput {
     pub(crate) now: f64,
     pub(crate) cost: f64,
     pub(crate) refund: bool,
     pub(crate) write: bool,
+    pub(crate) wait: Option<f64>,
+    pub(crate) lead: f64,
+}
+
+/// What a twin is asked to do, as the store's mode says it: give the cost
+/// back (`refund`), write the state (`write`), and for a reservation how
+/// far ahead it may book (`wait`, ms) and, for a reservation of several
+/// limits decided again, how far ahead it is booked (`lead`, ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TwinMode {
+    pub(crate) refund: bool,
+    pub(crate) write: bool,
+    pub(crate) wait: Option<u64>,
+    pub(crate) lead: u64,
+}
+
+impl TwinMode {
+    /// A check: charge if admitted.
+    pub(crate) const CHECK: Self = Self {
+        refund: false,
+        write: true,
+        wait: None,
+        lead: 0,
+    };
+    /// A peek: decide, write nothing.
+    pub(crate) const PEEK: Self = Self {
+        write: false,
+        ..Self::CHECK
+    };
 }
 
 /// What a twin did to the state: nothing, or wrote it with a TTL in ms.
@@ -130,6 +161,16 @@ impl Spec {
             Spec::Gcra { .. } => "gcra~",
             Spec::Concurrency { .. } => "cc~",
         }
+    }
+
+    /// Whether a reservation can book this limit ahead: GCRA and the
+    /// buckets keep a schedule, the windows and the sliding log count what
+    /// happened (and a lease is held now).
+    pub(crate) fn books_ahead(&self) -> bool {
+        matches!(
+            self,
+            Spec::TokenBucket { .. } | Spec::LeakyBucket { .. } | Spec::Gcra { .. }
+        )
     }
 
     /// The largest cost that can ever be admitted.
@@ -201,7 +242,8 @@ impl Spec {
     /// `cost` must already be clamped; `lease` names the lease a
     /// concurrency limit acquires or releases (ignored by the others);
     /// `key` is the user key (a jittered window's offset). Writes the new
-    /// state only if `write`.
+    /// state only if `mode.write`. The windows and the sliding log decide
+    /// a reservation as a check (they book nothing ahead).
     // `#[inline(always)]`, and the schedule with it: a call of its own was
     // ~35 instructions of ~560 a GCRA decision (its frame, its arguments
     // and the reply written back), 557 -> 523 with both inlined into the
@@ -215,14 +257,16 @@ impl Spec {
         state: &mut Option<State>,
         now: u64,
         cost: u64,
-        (refund, write): (bool, bool),
+        mode: TwinMode,
         (lease, key): (&str, &str),
     ) -> (Reply, Write) {
         let at = TwinInput {
             now: float(now),
             cost: float(cost),
-            refund,
-            write,
+            refund: mode.refund,
+            write: mode.write,
+            wait: mode.wait.map(float),
+            lead: float(mode.lead),
         };
         // A jittered window is the aligned one on a clock `offset` behind:
         // its windows start at `k × window + offset`, and every duration
@@ -278,9 +322,13 @@ impl Spec {
                 let queue = matches!(self, Spec::LeakyBucket { .. });
                 gcra::virtual_schedule((units, interval_ms), state, at, queue)
             }
-            Spec::Concurrency { max, lease_ms } => {
-                concurrency::decide((max, lease_ms), state, now, (refund, write), lease)
-            }
+            Spec::Concurrency { max, lease_ms } => concurrency::decide(
+                (max, lease_ms),
+                state,
+                now,
+                (mode.refund, mode.write),
+                lease,
+            ),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! the memory store evicts by (the least used first, so that making room
 //! loosens limits least). Nothing here decides or writes.
 
+#[cfg(test)]
+use super::spec::TwinMode;
 use super::spec::{floor, Spec, State};
 
 /// How much of its quota a key's state has used at one time.
@@ -138,7 +140,7 @@ mod tests {
     fn driven(spec: &Spec, n: usize, now: u64) -> State {
         let mut state = None;
         for _ in 0..n {
-            spec.decide(&mut state, now, 1, (false, true), ("lease", KEY));
+            spec.decide(&mut state, now, 1, TwinMode::CHECK, ("lease", KEY));
         }
         state.expect("a written state")
     }
@@ -204,7 +206,7 @@ mod tests {
                 assert_eq!(u.full, n == 5, "{spec:?} after {n}: {u:?}");
                 // The twin agrees that a full key denies one more.
                 let mut s = Some(state);
-                let (reply, _) = spec.decide(&mut s, T, 1, (false, false), ("other", KEY));
+                let (reply, _) = spec.decide(&mut s, T, 1, TwinMode::PEEK, ("other", KEY));
                 assert_eq!(reply.allowed(), !u.full, "{spec:?} after {n}");
             }
         }

@@ -150,7 +150,8 @@ impl Core {
                 }
             }
             Mode::Refund => cache.forget(ask.key),
-            Mode::Peek => {}
+            // A reservation may book what a check is denied now.
+            Mode::Peek | Mode::Reserve { .. } => {}
         }
         self.decide(ask, cost, Some(asked), finish)
     }

@@ -13,6 +13,7 @@ mod later;
 mod outcome;
 mod own;
 mod plan;
+mod reserve;
 
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
@@ -24,6 +25,7 @@ pub(crate) use self::outcome::{Outcome, Overall};
 use self::own::{Local, Version, Versions};
 use self::plan::decisions;
 pub(crate) use self::plan::Plan;
+pub use self::reserve::Reservation;
 pub(crate) use crate::pending::Pending;
 
 use crate::algorithm::{Algorithm, Quota};
@@ -361,7 +363,7 @@ fn ask<'a>(
         key,
         cost,
         mode,
-        counted: mode == Mode::Check,
+        counted: mode.charges(),
         lease: "",
         slice: 0,
     }

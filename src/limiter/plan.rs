@@ -19,6 +19,9 @@ pub(crate) struct Plan {
     pub(crate) cost_cap: u64,
     /// Bit `i`: target `i` is in shadow mode (0: none, the usual case).
     pub(crate) shadowed: u16,
+    /// Whether a reservation may book ahead: every limit is GCRA or a
+    /// bucket (a booking in a later window would not count in it).
+    pub(crate) books_ahead: bool,
 }
 
 impl Plan {
@@ -52,7 +55,9 @@ impl Core {
             })
             .unzip();
         let cost_cap = targets.iter().map(|t| t.spec.cost_cap()).max();
+        let books_ahead = targets.iter().all(|t| t.spec.books_ahead());
         Plan {
+            books_ahead,
             names: names.into(),
             cost_cap: cost_cap.unwrap_or(u64::MAX),
             targets: targets.into(),

@@ -36,7 +36,7 @@ pub use self::remote::{
 /// [`StoreError`], with the same version floodgate uses.
 pub use ::redis;
 
-use crate::algorithm::{Reply, Spec};
+use crate::algorithm::{Reply, Spec, TwinMode};
 use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
@@ -89,6 +89,12 @@ pub(crate) enum Mode {
     /// Decide, and charge the cost if every key admits (a concurrency limit:
     /// acquire the lease).
     Check,
+    /// A check that may book the cost up to `max_wait_ms` ahead: admitted
+    /// with the wait as its delay. GCRA and the token bucket book the
+    /// earliest time the cost fits, the leaky bucket admits only a delay
+    /// of at most `max_wait_ms`, the windows and the sliding log decide it
+    /// as a check.
+    Reserve { max_wait_ms: u64 },
     /// Decide, write nothing.
     Peek,
     /// Give the cost back (a concurrency limit: release the lease).
@@ -96,17 +102,37 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
+    /// Its name in messages and spans.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Check => "check",
+            Mode::Reserve { .. } => "reserve",
             Mode::Peek => "peek",
             Mode::Refund => "refund",
         }
     }
 
-    /// The twins' `(refund, write)` for this mode.
-    pub(crate) fn twin(self) -> (bool, bool) {
-        (self == Mode::Refund, self != Mode::Peek)
+    /// What the twins do in this mode.
+    #[inline]
+    pub(crate) fn twin(self) -> TwinMode {
+        match self {
+            Mode::Check => TwinMode::CHECK,
+            Mode::Reserve { max_wait_ms } => TwinMode {
+                wait: Some(max_wait_ms),
+                ..TwinMode::CHECK
+            },
+            Mode::Peek => TwinMode::PEEK,
+            Mode::Refund => TwinMode {
+                refund: true,
+                ..TwinMode::CHECK
+            },
+        }
+    }
+
+    /// Whether a decision in this mode charges what it admits.
+    #[inline]
+    pub(crate) fn charges(self) -> bool {
+        matches!(self, Mode::Check | Mode::Reserve { .. })
     }
 }
 

@@ -144,11 +144,15 @@ pub fn lease_case<S: Into<Store>>(
     rt.block_on(same_lease_decisions(&remote, &in_memory, &clock, &ops))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Kind {
     Check,
     Peek,
     Refund,
+    /// A reservation that may wait up to this many ms.
+    Reserve(u64),
+    /// Cancel one of the granted reservations held (all keys), if any.
+    Cancel(Index),
 }
 
 #[derive(Debug, Clone)]
@@ -159,12 +163,20 @@ pub struct Op {
     pub kind: Kind,
 }
 
-/// Up to 60 operations over `keys` keys: mostly checks, some peeks and
-/// refunds, costs up to `max_cost + 2`, time steps of 0, small, or up to
+/// Up to 60 operations over `keys` keys: mostly checks, some peeks,
+/// refunds, reservations (waits of 0, small, or up to twice `max_step`)
+/// and cancellations, costs up to `max_cost + 2`, time steps of 0, small, or up to
 /// `max_step` ms.
 pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
     let step = step(max_step);
-    let kind = prop_oneof![8 => Just(Kind::Check), 1 => Just(Kind::Peek), 1 => Just(Kind::Refund)];
+    let wait = prop_oneof![1 => Just(0u64), 2 => 1..50u64, 2 => 1..=2 * max_step];
+    let kind = prop_oneof![
+        8 => Just(Kind::Check),
+        1 => Just(Kind::Peek),
+        1 => Just(Kind::Refund),
+        3 => wait.prop_map(Kind::Reserve),
+        1 => any::<Index>().prop_map(Kind::Cancel),
+    ];
     let op = (0..keys, step, 0..=max_cost + 2, kind).prop_map(|(key, step_ms, cost, kind)| Op {
         key,
         step_ms,
@@ -266,10 +278,27 @@ pub async fn same_decisions<A: Algorithm>(
     clock: &ManualClock,
     ops: &[Op],
 ) -> Result<(), TestCaseError> {
+    // The granted reservations, as (remote, in memory) pairs.
+    let mut held = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         clock.advance(Duration::from_millis(op.step_ms));
         let key = format!("k{}", op.key);
-        let (r, m) = match op.kind {
+        let (r, m) = match &op.kind {
+            Kind::Reserve(ms) => {
+                let wait = Duration::from_millis(*ms);
+                let r = remote.reserve(&key, op.cost, wait).await.unwrap();
+                let m = in_memory.reserve(&key, op.cost, wait).await.unwrap();
+                let both = (*r.decision(), *m.decision());
+                if r.is_granted() && m.is_granted() {
+                    held.push((r, m));
+                }
+                both
+            }
+            Kind::Cancel(_) if held.is_empty() => continue,
+            Kind::Cancel(which) => {
+                let (r, m) = held.remove(which.index(held.len()));
+                (r.cancel().await.unwrap(), m.cancel().await.unwrap())
+            }
             Kind::Peek => (
                 remote.peek(&key).await.unwrap(),
                 in_memory.peek(&key).await.unwrap(),

@@ -5,7 +5,7 @@ mod shard;
 
 use self::shard::{Hasher, Shard, ShardCall, Slot, HASHED};
 use super::key::bounded;
-use super::{Answer, Backend, Batch, Namespace, Reply, Store, Target};
+use super::{Answer, Backend, Batch, Mode, Namespace, Reply, Store, Target};
 use parking_lot::{Mutex as ShardLock, MutexGuard};
 use smallvec::{smallvec, SmallVec};
 use std::borrow::Cow;
@@ -248,11 +248,12 @@ impl Backend for Sharded {
         let now = batch
             .now
             .unwrap_or_else(|| crate::clock::Clock::now_ms(&crate::clock::MonotonicClock));
-        let step = |i: usize, write: bool| ShardCall {
+        let step = |i: usize, write: bool, lead: u64| ShardCall {
             batch,
             spec: &batch.targets[i].spec,
             now,
             write,
+            lead,
         };
         let max = self.max_per_shard;
         let user = bounded(batch.key);
@@ -261,7 +262,7 @@ impl Backend for Sharded {
             let slot = self.slot(target.ns.id, &user, hashed);
             let (reply, _) = {
                 let mut shard = lock(&self.shards[self.shard(&slot)]);
-                shard.run(&self.hasher, &slot, step(0, true), max)
+                shard.run(&self.hasher, &slot, step(0, true, 0), max)
             };
             // Moved into the answer only after the unlock, which waits for
             // the twin's writes to reach the cache anyway. Moved before it,
@@ -294,24 +295,42 @@ impl Backend for Sharded {
             }
             held[i] = guards.len() - 1;
         }
-        let mut pass = |write: bool| -> Vec<Reply> {
+        let mut pass = |write: bool, lead: u64| -> Vec<Reply> {
             slots
                 .iter()
                 .enumerate()
                 .map(|(i, slot)| {
                     guards[held[i]]
-                        .run(&self.hasher, slot, step(i, write), max)
+                        .run(&self.hasher, slot, step(i, write, lead), max)
                         .0
                 })
                 .collect()
         };
-        let decided = pass(false);
+        let mut decided = pass(false, 0);
         // A limit in shadow mode denies nothing (`lua/main.lua`).
         let admits = |(r, t): (&Reply, &Target)| r.allowed() || t.shadow;
-        if !batch.mode.twin().1 || !decided.iter().zip(batch.targets).all(admits) {
+        let all = |d: &[Reply]| d.iter().zip(batch.targets).all(admits);
+        if !batch.mode.twin().write || !all(&decided) {
             return Answer::PerTarget(decided);
         }
-        Answer::PerTarget(pass(true))
+        // A reservation waits for the longest of its limits (whole ms, as
+        // the replies say it): each is decided again as booked then, and
+        // charged from then on (`lua/main.lua`).
+        let mut lead = 0;
+        if let Mode::Reserve { .. } = batch.mode {
+            let waits = decided.iter().zip(batch.targets).filter(|(_, t)| !t.shadow);
+            lead = waits
+                .map(|(r, _)| r.delay_ms.max(0).unsigned_abs())
+                .max()
+                .unwrap_or(0);
+            if lead > 0 {
+                decided = pass(false, lead);
+                if !all(&decided) {
+                    return Answer::PerTarget(decided);
+                }
+            }
+        }
+        Answer::PerTarget(pass(true, lead))
     }
 }
 

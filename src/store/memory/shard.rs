@@ -100,6 +100,9 @@ pub(super) struct ShardCall<'a> {
     pub(super) now: u64,
     /// Whether the state may be written (not in a batch's first pass).
     pub(super) write: bool,
+    /// How far ahead a reservation of several limits is booked (ms; see
+    /// `Sharded::decide`), else 0.
+    pub(super) lead: u64,
 }
 
 impl Shard {
@@ -145,9 +148,12 @@ impl Shard {
             spec,
             now,
             write,
+            lead,
         } = step;
-        let (refund, may_write) = batch.mode.twin();
-        let (cost, twin, lease) = (batch.cost, (refund, may_write && write), batch.lease);
+        let mut twin = batch.mode.twin();
+        twin.write &= write;
+        twin.lead = lead;
+        let (cost, lease) = (batch.cost, batch.lease);
         if let Some(entry) = self.get_mut(slot) {
             entry.touched = now;
             if entry.expires_at <= now {

@@ -128,7 +128,12 @@ pub(super) fn command(batch: &Batch<'_>) -> ScriptCall {
         });
     }
     now_arg(&mut cmd, batch.now);
-    cmd.arg(batch.mode.as_str()).arg(batch.cost);
+    // A reservation's mode on the wire is its longest wait in ms.
+    match batch.mode {
+        Mode::Reserve { max_wait_ms } => cmd.arg(max_wait_ms),
+        mode => cmd.arg(mode.as_str()),
+    };
+    cmd.arg(batch.cost);
     for target in batch.targets {
         let spec = target.spec;
         cmd.arg(if target.shadow {
