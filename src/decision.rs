@@ -315,8 +315,10 @@ impl Decision {
         self.retry_ms.map(Duration::from_millis)
     }
 
-    /// For the leaky bucket: how long the admitted request must wait for its
-    /// place in the queue. Zero for the other algorithms, and for a denial.
+    /// How long the admitted request must wait before it goes on: the time
+    /// booked for a reservation ([`Limiter::reserve`](crate::Limiter::reserve)),
+    /// or a leaky bucket's place in its queue. Zero for a check of the
+    /// other algorithms, and for a denial.
     pub fn delay(&self) -> Duration {
         Duration::from_millis(self.delay_ms)
     }

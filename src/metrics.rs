@@ -11,6 +11,8 @@
 //! | `floodgate_allotment_units_total` | counter | `limiter`, `event` = `taken` / `returned` (a bucket's unused units given back) / `expired` (a window's unused units, lost with it) |
 //! | `floodgate_near_limit_total` | counter | `limiter`: admissions (among the decisions above) that left some limit with less than a fifth of it (envoy's `near_limit`): a limit about to bite |
 //! | `floodgate_shadow_denials_total` | counter | `limiter`, `limit`: decisions a limit in shadow mode ([`Limits::shadow`](crate::algorithm::Limits::shadow)) would have denied; the request was decided by the other limits |
+//! | `floodgate_waiting_requests` | gauge | `limiter`: requests a [`RateLimitLayer`](crate::layer::RateLimitLayer) holds until their booked time now ([`wait_up_to`](crate::layer::RateLimitLayer::wait_up_to)) |
+//! | `floodgate_waits_total` | counter | `limiter`, `end` = `served` (held, then served) / `gone` (dropped while waiting: its reservation given back) |
 //! | `floodgate_decision_seconds` | histogram | `limiter`: time of every call to a Redis store, round trip included (a memory decision takes about 100 ns, and timing it would cost as much) |
 //!
 //! Install your recorder (e.g. `metrics-exporter-prometheus`) **before**

@@ -2,7 +2,7 @@
 //! waiting at the same moment go out as one call, and decide exactly as one
 //! call each would (same traffic, same clock, same order); one request's
 //! denial or error neither charges nor denies its neighbours; a call never
-//! carries more than the bound.
+//! carries more than the bound. Reservations ride in the same calls.
 //!
 //! Requests are started in order on a current-thread runtime (each spawned
 //! task makes its call when first polled, before the store's own task takes
@@ -35,17 +35,35 @@ fn limiter<A: floodgate::algorithm::Algorithm>(
         .unwrap()
 }
 
-/// Every `(key, cost)` started at once, in order: each one's decision (or
-/// its error's kind).
+/// One request: its key, its cost, and for a reservation its longest
+/// wait in ms (else a check).
+type Req = (String, u64, Option<u64>);
+
+/// A request's decision (a reservation's, granted or not).
+async fn decide<A: floodgate::algorithm::Algorithm>(
+    l: &Limiter<A>,
+    (k, c, wait): &Req,
+) -> Result<Decision, floodgate::Error> {
+    match wait {
+        None => l.check(k, *c).await,
+        Some(ms) => {
+            let r = l.reserve(k, *c, Duration::from_millis(*ms)).await?;
+            Ok(*r.decision())
+        }
+    }
+}
+
+/// Every request started at once, in order: each one's decision (or its
+/// error's kind).
 async fn at_once<A: floodgate::algorithm::Algorithm>(
     limiter: &Limiter<A>,
-    requests: &[(String, u64)],
+    requests: &[Req],
 ) -> Vec<Result<Decision, StoreErrorKind>> {
     let tasks: Vec<_> = requests
         .iter()
-        .map(|(k, c)| {
-            let (l, k, c) = (limiter.clone(), k.clone(), *c);
-            tokio::spawn(async move { l.check(&k, c).await })
+        .map(|r| {
+            let (l, r) = (limiter.clone(), r.clone());
+            tokio::spawn(async move { decide(&l, &r).await })
         })
         .collect();
     let mut out = Vec::new();
@@ -58,11 +76,11 @@ async fn at_once<A: floodgate::algorithm::Algorithm>(
 /// The same, one call each, one after the other.
 async fn one_by_one<A: floodgate::algorithm::Algorithm>(
     limiter: &Limiter<A>,
-    requests: &[(String, u64)],
+    requests: &[Req],
 ) -> Vec<Result<Decision, StoreErrorKind>> {
     let mut out = Vec::new();
-    for (k, c) in requests {
-        out.push(limiter.check(k, *c).await.map_err(kind));
+    for r in requests {
+        out.push(decide(limiter, r).await.map_err(kind));
     }
     out
 }
@@ -82,9 +100,14 @@ fn fcalls(server: &RedisServer) -> u64 {
 
 /// At most one call's worth (32, the default bound): calls sent at once go
 /// over different connections, in no set order, as separate decisions do.
-fn requests() -> impl Strategy<Value = Vec<(String, u64)>> {
-    prop::collection::vec((0..4u8, 0..4u64), 2..=32)
-        .prop_map(|v| v.into_iter().map(|(k, c)| (format!("k{k}"), c)).collect())
+/// Some are reservations of up to 3 s.
+fn requests() -> impl Strategy<Value = Vec<Req>> {
+    let wait = prop::option::weighted(0.3, 0..3000u64);
+    prop::collection::vec((0..4u8, 0..4u64, wait), 2..=32).prop_map(|v| {
+        v.into_iter()
+            .map(|(k, c, w)| (format!("k{k}"), c, w))
+            .collect()
+    })
 }
 
 #[test]
@@ -148,7 +171,7 @@ async fn requests_at_once_share_calls_within_the_bound() {
     // Loads the library: every later call is an FCALL.
     fixed.check("warm", 1).await.unwrap();
     let before = fcalls(&server);
-    let requests: Vec<(String, u64)> = (0..40).map(|i| (format!("c{i}"), 1)).collect();
+    let requests: Vec<Req> = (0..40).map(|i| (format!("c{i}"), 1, None)).collect();
     let decided = at_once(&fixed, &requests).await;
     assert!(decided
         .iter()
@@ -175,10 +198,10 @@ async fn a_denial_or_an_error_stays_with_its_request() {
         .unwrap();
     let before = fcalls(&server);
     let requests = [
-        ("ana".to_owned(), 5),    // over the limit: denied, charges nothing
-        ("broken".to_owned(), 1), // an error, for this request alone
-        ("ana".to_owned(), 3),    // fits: ana's quota is untouched
-        ("bob".to_owned(), 1),
+        ("ana".to_owned(), 5, None),    // over the limit: denied, charges nothing
+        ("broken".to_owned(), 1, None), // an error, for this request alone
+        ("ana".to_owned(), 3, None),    // fits: ana's quota is untouched
+        ("bob".to_owned(), 1, None),
     ];
     let decided = at_once(&fixed, &requests).await;
     assert_eq!(

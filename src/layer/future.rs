@@ -6,6 +6,7 @@ use super::body::{RejectionBody, ResponseBody};
 use super::gatekeeper::Gatekeeper;
 use super::next::{Admitted, Next};
 use super::responder::RejectionKind;
+use super::waiting::Waiter;
 use crate::concurrency::Lease;
 use crate::limiter::{Outcome, Pending};
 use crate::Error;
@@ -75,10 +76,12 @@ pin_project! {
             decision: Pending<Outcome>,
             waiting: Option<Box<(S, Request<ReqBody>, Resume)>>,
         },
-        /// Admitted by the leaky bucket, waiting for its place in the queue.
+        /// Admitted for a later time (a reservation, or the leaky bucket's
+        /// place in its queue), waiting for it; dropped before, it gives
+        /// its reservation back (`Waiter`).
         Delaying {
             sleep: Pin<Box<tokio::time::Sleep>>,
-            waiting: Option<Box<(S, Request<ReqBody>, Admitted)>>,
+            waiting: Option<Box<(S, Request<ReqBody>, Admitted, Option<Waiter>)>>,
         },
         /// The inner service is handling the request.
         Calling {
@@ -144,7 +147,7 @@ where
     }
 
     /// What follows the decision `next`: `inner` is called now, or after the
-    /// leaky bucket's delay, or not at all.
+    /// wait booked for the request, or not at all.
     fn after(next: Next, inner: &mut S, req: Request<ReqBody>) -> Self {
         match next {
             Next::Reject(response) => Stage::done(response),
@@ -152,9 +155,9 @@ where
                 fut: inner.call(req),
                 admitted: Some(admitted),
             },
-            Next::Delay(delay, admitted) => Stage::Delaying {
+            Next::Delay(delay, admitted, waiter) => Stage::Delaying {
                 sleep: Box::pin(tokio::time::sleep(delay)),
-                waiting: Some(Box::new((take_ready(inner), req, admitted))),
+                waiting: Some(Box::new((take_ready(inner), req, admitted, waiter))),
             },
         }
     }
@@ -187,7 +190,11 @@ where
                 }
                 StageProj::Delaying { sleep, waiting } => {
                     ready!(sleep.as_mut().poll(cx));
-                    let (mut inner, req, admitted) = *waiting.take().expect(POLLED_AFTER_DONE);
+                    let (mut inner, req, admitted, waiter) =
+                        *waiting.take().expect(POLLED_AFTER_DONE);
+                    if let Some(waiter) = waiter {
+                        waiter.served();
+                    }
                     self.set(Stage::Calling {
                         fut: inner.call(req),
                         admitted: Some(admitted),

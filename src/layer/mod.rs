@@ -40,6 +40,7 @@ pub mod predicate;
 mod rate_limit;
 mod responder;
 mod settle;
+mod waiting;
 
 pub use body::{RejectionBody, ResponseBody};
 pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};

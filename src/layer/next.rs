@@ -1,9 +1,10 @@
 //! What a decision leads to, for either layer: reject at once, call the
-//! service (after the leaky bucket's delay), and what the admitted
+//! service (now, or after the wait booked for it), and what the admitted
 //! response carries.
 
 use super::responder::{RejectionKind, Responder};
 use super::settle::{DeniedByLimit, Settlement};
+use super::waiting::{Seat, Waiter};
 use super::OwnFields;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
 use crate::headers::{write_with_policy, FieldSink, HeaderStyle, LimitReport, Prepared, ResetUnit};
@@ -74,6 +75,10 @@ pub(crate) struct RateTicket {
     pub(crate) plan: Option<Arc<Plan>>,
     pub(crate) generation: u64,
     pub(crate) settlement: Option<Settlement>,
+    /// A reservation (the layer may hold the request): its seat in the
+    /// waiting room, if any, and its charge, given back if the request
+    /// waits and never gets served.
+    pub(crate) reserved: Option<Box<(Option<Seat>, Settlement)>>,
 }
 
 /// What a request of the concurrency layer brings: the lease `id` of `key`
@@ -90,8 +95,9 @@ pub(crate) enum Next {
     Reject(Response<Bytes>),
     /// The inner service is called now.
     Call(Admitted),
-    /// The inner service is called after the leaky bucket's delay.
-    Delay(Duration, Admitted),
+    /// The inner service is called after a wait: the time booked for the
+    /// request (a reservation, or a leaky bucket's place in its queue).
+    Delay(Duration, Admitted, Option<Waiter>),
 }
 
 /// An admitted request: the rate-limit fields its response gets, its
@@ -126,7 +132,10 @@ impl RateResponder {
         headers: &HeaderMap,
     ) -> Next {
         let RateTicket {
-            plan, settlement, ..
+            plan,
+            settlement,
+            reserved,
+            ..
         } = ticket;
         let served = served(&self.responder, result, headers, |d| {
             Self::with_reports(own, plan.as_deref(), d, |reports| {
@@ -169,7 +178,11 @@ impl RateResponder {
             lease: None,
         };
         if d.allowed() && !d.delay().is_zero() {
-            Next::Delay(d.delay(), admitted)
+            let waiter = reserved.map(|r| {
+                let (seat, reservation) = *r;
+                Waiter::new(seat, Some(reservation))
+            });
+            Next::Delay(d.delay(), admitted, waiter)
         } else {
             Next::Call(admitted)
         }

@@ -272,16 +272,18 @@ impl<A: Algorithm> Limiter<A> {
         cost: u64,
         call: LayerCall,
     ) -> Pending<Outcome> {
+        let (local, plan) = match plan {
+            Some(plan) => (None, plan),
+            None => (version.local.as_ref(), &version.plan),
+        };
         let (mode, counted) = match call {
             LayerCall::Check => (Mode::Check, true),
+            LayerCall::Reserve(max_wait) => (reserve::reserving(plan.books_ahead, max_wait), true),
             LayerCall::Trial => (Mode::Peek, true),
             LayerCall::LateCharge => (Mode::Check, false),
             LayerCall::Refund => (Mode::Refund, false),
         };
-        let ask = match plan {
-            Some(plan) => ask(plan, None, key, cost, mode),
-            None => ask(&version.plan, version.local.as_ref(), key, cost, mode),
-        };
+        let ask = ask(plan, local, key, cost, mode);
         self.inner.core.run(Ask { counted, ..ask })
     }
 
@@ -336,6 +338,9 @@ impl<A: Algorithm> Limiter<A> {
 pub(crate) enum LayerCall {
     /// Charge it now, as `check` does: a decision, counted in the metrics.
     Check,
+    /// Charge it now for the earliest time at most this far ahead, as
+    /// `reserve` does: a decision, counted in the metrics.
+    Reserve(std::time::Duration),
     /// Try it, for a request charged only once its response is known:
     /// decided as a check, nothing written, counted in the metrics (it
     /// admits or denies the request).

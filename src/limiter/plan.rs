@@ -22,6 +22,9 @@ pub(crate) struct Plan {
     /// Whether a reservation may book ahead: every limit is GCRA or a
     /// bucket (a booking in a later window would not count in it).
     pub(crate) books_ahead: bool,
+    /// Whether a limit is a leaky bucket, whose admissions wait for their
+    /// place in its queue.
+    pub(crate) queues: bool,
 }
 
 impl Plan {
@@ -56,8 +59,12 @@ impl Core {
             .unzip();
         let cost_cap = targets.iter().map(|t| t.spec.cost_cap()).max();
         let books_ahead = targets.iter().all(|t| t.spec.books_ahead());
+        let queues = targets
+            .iter()
+            .any(|t| matches!(t.spec, Spec::LeakyBucket { .. }));
         Plan {
             books_ahead,
+            queues,
             names: names.into(),
             cost_cap: cost_cap.unwrap_or(u64::MAX),
             targets: targets.into(),

@@ -8,12 +8,14 @@ use crate::layer::predicate::charging::{CountOnlyWhen, RefundWhen, Upfront};
 use crate::layer::predicate::StatusPredicate;
 use crate::layer::responder::{Rejection, Responder};
 use crate::layer::settle::Counting;
-use crate::Limiter;
+use crate::layer::waiting::{WaitingRoom, DEFAULT_PER_KEY, DEFAULT_TOTAL};
+use crate::{ConfigError, Limiter};
 use bytes::Bytes;
 use http::Response;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 use tower_layer::Layer;
 
 /// Rate-limits the requests of any tower service: takes a key from each
@@ -27,11 +29,11 @@ use tower_layer::Layer;
 /// per service instance (one counter for all clients, in one process) and
 /// pushes back through `poll_ready`, so callers wait. This one counts per
 /// key (client IP, API key, user), shared by every app server through
-/// Redis, and answers a request over its limit at once (429), never making
-/// the caller wait.
+/// Redis, and answers a request over its limit at once (429), unless told
+/// to hold it until its booked time ([`wait_up_to`](Self::wait_up_to)).
 ///
-/// Its services run on Tokio, as axum's and tonic's do: the leaky bucket's
-/// delay is a Tokio timer, so a runtime with its time driver is required
+/// Its services run on Tokio, as axum's and tonic's do: a wait (the leaky
+/// bucket's delay, [`wait_up_to`](Self::wait_up_to)) is a Tokio timer, so a runtime with its time driver is required
 /// (polling a response future outside one panics, as any Tokio timer does).
 ///
 /// Its third type parameter says how requests are charged
@@ -66,6 +68,11 @@ pub(crate) struct RateLimitConfig<K, A> {
     pub(crate) limits_for: Option<LimitsFn<A>>,
     pub(crate) counting: Counting,
     pub(crate) refund_inner: bool,
+    /// Where requests wait for their booked time, with
+    /// [`wait_up_to`](RateLimitLayer::wait_up_to).
+    pub(crate) waiting: Option<Arc<WaitingRoom>>,
+    /// The bounds of the waiting room: per key, in all.
+    pub(crate) seats: (u32, usize),
     /// What the response future needs, without the layer's type parameters.
     pub(crate) responder: Arc<RateResponder>,
 }
@@ -79,6 +86,8 @@ impl<K: Clone, A> Clone for RateLimitConfig<K, A> {
             limits_for: self.limits_for.clone(),
             counting: self.counting.clone(),
             refund_inner: self.refund_inner,
+            waiting: self.waiting.clone(),
+            seats: self.seats,
             responder: self.responder.clone(),
         }
     }
@@ -108,6 +117,8 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
                 limits_for: None,
                 counting: Counting::Always,
                 refund_inner: true,
+                waiting: None,
+                seats: (DEFAULT_PER_KEY, DEFAULT_TOTAL),
                 responder,
             }),
             charging: PhantomData,
@@ -217,6 +228,78 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
     /// outer limit holds the charge of a request an inner one denied.
     pub fn refund_inner_denials(self, refund: bool) -> Self {
         self.map(|c| c.refund_inner = refund)
+    }
+
+    /// Hold a request over the limit until its cost fits, when that is at
+    /// most `max_wait` away, instead of answering 429 at once: the request
+    /// is booked for that time ([`Limiter::reserve`]: charged now, so the
+    /// fleet never admits more than the limit) and the inner service is
+    /// called then. A request that would wait longer is answered 429 at
+    /// once, charged nothing, its `Retry-After` saying when a request
+    /// would be held no longer than `max_wait`. A leaky bucket's delay is
+    /// the same wait: with this set, bounded by `max_wait` too.
+    ///
+    /// - A client that goes away while its request waits (the response
+    ///   future is dropped) gives its reservation back.
+    /// - A gRPC call never waits past its `grpc-timeout`: when the wait
+    ///   would exceed it the call is answered `RESOURCE_EXHAUSTED` at once
+    ///   and nothing is booked (a leaky bucket's delay too, with or without
+    ///   this setting).
+    /// - The requests waiting are bounded, per key and in all
+    ///   ([`max_waiting`](Self::max_waiting): 100 and 10 000 by default);
+    ///   a request that finds no room is decided as it would be without
+    ///   waiting (served now, or 429). The metrics show them:
+    ///   `floodgate_waiting_requests` (a gauge) and
+    ///   `floodgate_waits_total` (`end` = `served` / `gone`).
+    /// - Requests charged only once their response is known
+    ///   ([`count_only_when`](Self::count_only_when)) never wait.
+    ///
+    /// `Duration::ZERO` turns waiting off.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), floodgate::ConfigError> {
+    /// use floodgate::{algorithm::Gcra, key::PeerIp, layer::RateLimitLayer, store::MemoryStore, Limiter};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
+    /// let layer = RateLimitLayer::new(limiter, PeerIp::new())
+    ///     .wait_up_to(Duration::from_millis(500))?
+    ///     .max_waiting(20, 1_000);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `wait_up_to` when the limiter's limits
+    /// cannot book ahead: a window or the sliding log counts what happened
+    /// in it, and a request booked for a later window would not count there
+    /// (GCRA and the buckets keep a schedule). Limits resolved per request
+    /// ([`limits_for`](Self::limits_for)) that hold one are decided without
+    /// waiting.
+    pub fn wait_up_to(self, max_wait: Duration) -> Result<Self, ConfigError> {
+        if !max_wait.is_zero() && !self.config.limiter.version().plan.books_ahead {
+            return Err(ConfigError::new(
+                "wait_up_to",
+                "requests wait only for GCRA, a token bucket or a leaky bucket: a window or a \
+                 sliding log books nothing ahead",
+            ));
+        }
+        Ok(self.map(|c| {
+            c.waiting = (!max_wait.is_zero()).then(|| {
+                let (per_key, total) = c.seats;
+                Arc::new(WaitingRoom::new(c.limiter.name(), max_wait, per_key, total))
+            });
+        }))
+    }
+
+    /// At most `per_key` requests of one key, and `total` in all, wait at
+    /// once (see [`wait_up_to`](Self::wait_up_to); default 100 and 10 000).
+    pub fn max_waiting(self, per_key: u32, total: usize) -> Self {
+        self.map(|c| {
+            c.seats = (per_key, total);
+            if let Some(room) = &c.waiting {
+                c.waiting = Some(Arc::new(room.bounded(c.limiter.name(), per_key, total)));
+            }
+        })
     }
 
     /// Which rate-limit headers to send (default: the IETF fields).

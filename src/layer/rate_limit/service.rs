@@ -8,6 +8,7 @@ use crate::layer::gatekeeper::Gatekeeper;
 use crate::layer::next::{Next, RateTicket};
 use crate::layer::responder::Responder;
 use crate::layer::settle::{Settlement, Terms};
+use crate::layer::waiting::{grpc_timeout, Seat};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::{Error, Limiter};
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -16,6 +17,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tower_service::Service;
 
 /// The middleware [`RateLimitLayer`](super::RateLimitLayer) wraps a service
@@ -116,16 +118,25 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             .as_ref()
             .and_then(|f| f(view))
             .map(|a| Arc::new(limiter.plan(&a)));
-        // Charged once the response is known: only a trial now.
-        let call = if this.counting.only_tried() {
-            LayerCall::Trial
-        } else {
-            LayerCall::Check
-        };
         // The limiter's own limits, read once: decided and reported under them.
         let version = limiter.version();
+        let queues = plan.as_deref().unwrap_or(&version.plan).queues;
+        let (call, seat) = this.call(req.headers(), &key, queues);
         let decision = limiter.start_for_layer(plan.as_deref(), version, &key, cost, call);
+        // A request that may wait: its charge goes back if it is dropped
+        // before its time.
+        let reserved = (queues || matches!(call, LayerCall::Reserve(_))).then(|| {
+            let reservation = Settlement {
+                terms: this.clone(),
+                key: SmolStr::new(&key),
+                cost,
+                charged: cost,
+                plan: plan.clone(),
+            };
+            Box::new((seat, reservation))
+        });
         let ticket = RateTicket {
+            reserved,
             generation: version.generation,
             settlement: this
                 .counting
@@ -150,6 +161,34 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
     ) -> Next {
         let own = self.limiter.version_of(ticket.generation).fields();
         self.responder.next(ticket, own, result, headers)
+    }
+}
+
+impl<K, A> RateLimitConfig<K, A> {
+    /// What to ask of the limiter for a request of `key` with `headers`
+    /// (`queues`: its limits hold a leaky bucket), and its seat in the
+    /// waiting room if it may wait.
+    fn call(&self, headers: &HeaderMap, key: &str, queues: bool) -> (LayerCall, Option<Seat>) {
+        // Charged once the response is known: only a trial now.
+        if self.counting.only_tried() {
+            return (LayerCall::Trial, None);
+        }
+        if let Some(room) = &self.waiting {
+            let deadline = grpc_timeout(headers);
+            let max_wait = deadline.map_or(room.max_wait, |d| d.min(room.max_wait));
+            return match room.seat(key) {
+                Some(seat) => (LayerCall::Reserve(max_wait), Some(seat)),
+                // No room: served now or refused.
+                None => (LayerCall::Reserve(Duration::ZERO), None),
+            };
+        }
+        // A leaky bucket's place in its queue: never past a gRPC deadline.
+        if queues {
+            if let Some(deadline) = grpc_timeout(headers) {
+                return (LayerCall::Reserve(deadline), None);
+            }
+        }
+        (LayerCall::Check, None)
     }
 }
 
