@@ -20,15 +20,18 @@ ALG.fw = function(o, key, limit, window, refund)
     if left ~= count then return fw_pack(width, idx, left), reset + SLACK end
     return
   end
-  if cost > 0 and count + cost > limit then
+  -- A debit takes what fits: a window holds no more than its limit.
+  local c = cost
+  if debit and count + c > limit then c = max(0, limit - count) end
+  if c > 0 and count + c > limit then
     local retry = nil
-    if cost <= limit then retry = reset end
+    if c <= limit then retry = reset end
     put(o, 0, limit, limit - count, count > 0 and reset or 0, retry, 0)
     return
   end
-  count = count + cost
+  count = count + c
   put(o, 1, limit, limit - count, count > 0 and reset or 0, nil, 0)
-  if cost > 0 then return fw_pack(width, idx, count), reset + SLACK end
+  if c > 0 then return fw_pack(width, idx, count), reset + SLACK end
 end
 -- Jittered: (limit, window, the key's offset).
 ALG.fwj = jittered(ALG.fw)

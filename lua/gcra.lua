@@ -49,7 +49,8 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
   -- queue holds no more than its capacity whatever the wait).
   local room = 0
   if wait and not queue then room = wait end
-  if cost > 0 and after - tau > eps + room then
+  -- A debit is charged whatever it leaves: beyond the burst, a debt.
+  if cost > 0 and after - tau > eps + room and not debit then
     local retry = nil
     if cost <= burst then retry = after - tau - room end
     put(o, 0, burst, floor((tau - backlog + eps) / interval), backlog, retry, 0)

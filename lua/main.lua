@@ -11,9 +11,9 @@ do
     ALG[name], SHADOW[name], EXTRA[name] = ALG[tags[i]], true, EXTRA[tags[i]]
   end
 end
-local function write(key, w, t, limit, window)
+local function write(key, w, t, limit, window, n)
   if w == LOG_ADD then
-    sl_add(key, limit, window, t)
+    sl_add(key, limit, window, t, n)
   elseif w == LOG_DROP then
     call('ZREMRANGEBYRANK', key, -t, -1)
   else
@@ -44,10 +44,12 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
   local mode = ARGV[a + 2]
   cost = ARGV[a + 3] + 0
   local refund = mode == 'refund'
-  -- A reservation: a check that may book up to `wait` ms ahead.
-  wait, lead = nil, 0
+  -- A reservation: a check that may book up to `wait` ms ahead. A debit:
+  -- a charge that never denies.
+  wait, lead, debit = nil, 0, false
   if mode ~= 'check' and not refund and mode ~= 'peek' then
-    wait, mode = mode + 0, 'check'
+    if mode == 'debit' then debit = true else wait = mode + 0 end
+    mode = 'check'
   end
   if n == 1 then
     -- Sized at once: no rehash while the reply is put.
@@ -56,10 +58,10 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
     -- A third parameter only for an algorithm that takes one: the
     -- buckets' code reads a sixth argument of its own.
     local alg = ARGV[a + 4]
-    local w, t = ALG[alg](o, key, p1, p2, refund, EXTRA[alg] and ARGV[a + 7])
+    local w, t, added = ALG[alg](o, key, p1, p2, refund, EXTRA[alg] and ARGV[a + 7])
     if w and out[o + 1] == 1 and mode ~= 'peek' then
       if w == LOG_ADD or w == LOG_DROP then
-        write(key, w, t, p1, p2)
+        write(key, w, t, p1, p2, added)
       else
         call('SET', key, w, 'PX', format('%d', t))
       end
@@ -69,11 +71,11 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
   out = into or {}
   -- bs[i]: where key i's algorithm is, less one (each takes its name, two
   -- parameters, and its EXTRA).
-  local ws, ts, bs, all, b = {}, {}, {}, true, a + 3
+  local ws, ts, ns, bs, all, b = {}, {}, {}, {}, true, a + 3
   for i = 1, n do
     local alg = ARGV[b + 1]
     bs[i] = b
-    ws[i], ts[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund, EXTRA[alg] and ARGV[b + 4])
+    ws[i], ts[i], ns[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, refund, EXTRA[alg] and ARGV[b + 4])
     if out[o + 6 * i - 5] == 0 and not SHADOW[alg] then all = false end
     b = b + 3 + (EXTRA[alg] or 0)
   end
@@ -92,7 +94,7 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
       for i = 1, n do
         local b = bs[i]
         local alg = ARGV[b + 1]
-        ws[i], ts[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, false, EXTRA[alg] and ARGV[b + 4])
+        ws[i], ts[i], ns[i] = ALG[alg](o + 6 * (i - 1), KEYS[k + i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, false, EXTRA[alg] and ARGV[b + 4])
         if out[o + 6 * i - 5] == 0 and not SHADOW[alg] then all = false end
       end
       lead = 0
@@ -101,7 +103,7 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
   if all and mode ~= 'peek' then
     for i = 1, n do
       local b = bs[i]
-      if ws[i] and out[o + 6 * i - 5] == 1 then write(KEYS[k + i], ws[i], ts[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0) end
+      if ws[i] and out[o + 6 * i - 5] == 1 then write(KEYS[k + i], ws[i], ts[i], ARGV[b + 2] + 0, ARGV[b + 3] + 0, ns[i]) end
     end
   end
   return out

@@ -9,7 +9,9 @@
 --           check that may book the cost up to that many ms ahead (GCRA
 --           and the token bucket book the earliest time it fits, the leaky
 --           bucket admits only when its delay is at most that; the windows
---           and the sliding log decide it as a check)
+--           and the sliding log decide it as a check), or 'debit' (charge
+--           the cost whether it fits or not: GCRA and the buckets go
+--           into debt, a window or the log is charged up to its limit)
 -- ARGV[3] = cost (already clamped to at most limit + 1 by the client)
 -- For each KEYS[i] in turn, after ARGV[3]: its algorithm ('fw', ...; 'fw~'
 --   in shadow mode), then its parameters: two, or three for the jittered
@@ -28,9 +30,9 @@ end
 -- Set by each call before any algorithm runs (main.lua). `wait`: a
 -- reservation's longest wait in ms, nil for any other mode. `lead`: how
 -- far ahead a reservation of several limits is booked (their longest
--- wait, decide() in main.lua), 0 otherwise.
+-- wait, decide() in main.lua), 0 otherwise. `debit`: the mode is 'debit'.
 local now, cost, out
-local wait, lead = nil, 0
+local wait, lead, debit = nil, 0, false
 -- Keys outlive their use by this margin, so a test clock that runs slower
 -- than the wall clock never sees state vanish early.
 local SLACK = 1000
@@ -96,7 +98,8 @@ end
 -- Each algorithm: ALG.name(o, key, p1, p2, refund, p3) puts its reply at `o`
 -- and returns what to write if every key admits (main.lua writes it): a
 -- string value and its TTL in ms for SET, or a sliding log's LOG_ADD /
--- LOG_DROP and its count; nothing when nothing changes. `p3` is the third
+-- LOG_DROP, its count and (LOG_ADD) the entries to add; nothing when
+-- nothing changes. `p3` is the third
 -- parameter of an algorithm that takes one (EXTRA), nil for the others.
 local ALG = {}
 local LOG_ADD, LOG_DROP = 1, 2

@@ -18,13 +18,16 @@ ALG.sl = function(o, key, limit, window, refund)
     if n > 0 then return LOG_DROP, n end
     return
   end
-  if cost > 0 and count + cost > limit then
+  -- A debit takes what fits: the log holds no more than its limit.
+  local c = cost
+  if debit and count + c > limit then c = max(0, limit - count) end
+  if c > 0 and count + c > limit then
     local retry, reset = nil, 0
     if count > 0 then reset = sl_score(key, '-1') + window - now end
-    if cost <= limit then
-      -- The request fits once the (count + cost - limit)-th oldest entry
-      -- leaves; when that is the newest one (cost = limit), it is known.
-      local k = count + cost - limit
+    if c <= limit then
+      -- The request fits once the (count + c - limit)-th oldest entry
+      -- leaves; when that is the newest one (c = limit), it is known.
+      local k = count + c - limit
       if k == count then
         retry = reset
       else
@@ -36,31 +39,31 @@ ALG.sl = function(o, key, limit, window, refund)
     return
   end
   local reset = 0
-  if count + cost > 0 then reset = window end
-  if cost == 0 and count > 0 then reset = sl_score(key, '-1') + window - now end
-  put(o, 1, limit, limit - count - cost, reset, nil, 0)
-  if cost > 0 then return LOG_ADD, count end
+  if count + c > 0 then reset = window end
+  if c == 0 and count > 0 then reset = sl_score(key, '-1') + window - now end
+  put(o, 1, limit, limit - count - c, reset, nil, 0)
+  if c > 0 then return LOG_ADD, count, c end
 end
 
 -- The write of an admitted request: drop what has left the window, add one
--- member per unit of cost. Members are unique and stored by listpack as
+-- member per unit of its cost (`n`). Members are unique and stored by listpack as
 -- small integers: two live entries are less than a window apart, so
 -- (now mod 2*window) tells their times apart, and the sequence count + i,
 -- padded to the limit's width, the ones with the same time, in order (a
 -- refund removes the highest).
-local function sl_add(key, limit, window, count)
+local function sl_add(key, limit, window, count, n)
   call('ZREMRANGEBYSCORE', key, '-inf', num(now - window))
   local at = num(now)
   local head = num(now % (2 * window))
   local f = pad(width_of(limit))
-  if cost == 1 then
+  if n == 1 then
     call('ZADD', key, at, head .. format(f, count))
   else
     local i = 0
-    while i < cost do
+    while i < n do
       -- Batches keep unpack() within Lua's stack limit for large costs.
       local args = {}
-      local stop = min(cost, i + 500)
+      local stop = min(n, i + 500)
       while i < stop do
         args[#args + 1] = at
         args[#args + 1] = head .. format(f, count + i)

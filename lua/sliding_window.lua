@@ -52,11 +52,14 @@ ALG.sw = function(o, key, limit, window, refund)
     return
   end
   local u = sw_used(prev, cur, elapsed, window)
-  if cost > 0 and u + cost > limit then
+  -- A debit takes what fits: the window holds no more than its limit.
+  local c = cost
+  if debit and u + c > limit then c = max(0, limit - u) end
+  if c > 0 and u + c > limit then
     local retry = nil
-    if cost <= limit then
-      local room = limit - cost
-      if cur + cost <= limit then
+    if c <= limit then
+      local room = limit - c
+      if cur + c <= limit then
         retry = idx * window + sw_first_fit(prev, cur, elapsed + 1, window, room) - now
       else
         -- Only in the next window, once this window's count becomes the previous one.
@@ -66,9 +69,9 @@ ALG.sw = function(o, key, limit, window, refund)
     put(o, 0, limit, limit - u, sw_reset(cur, prev, idx, window), retry, 0)
     return
   end
-  cur = cur + cost
+  cur = cur + c
   put(o, 1, limit, limit - sw_used(prev, cur, elapsed, window), sw_reset(cur, prev, idx, window), nil, 0)
-  if cost > 0 then return sw_pack(width, idx, cur, prev), ttl end
+  if c > 0 then return sw_pack(width, idx, cur, prev), ttl end
 end
 -- Jittered: (limit, window, the key's offset).
 ALG.swj = jittered(ALG.sw)

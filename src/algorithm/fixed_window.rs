@@ -26,6 +26,12 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) ->
             w,
         );
     }
+    // A debit takes what fits: a window holds no more than its limit.
+    let cost = if at.debit && count + cost > limit {
+        (limit - count).max(0.0)
+    } else {
+        cost
+    };
     if cost > 0.0 && count + cost > limit {
         let retry = (cost <= limit).then_some(reset);
         return (

@@ -165,7 +165,8 @@ pub(super) fn virtual_schedule(
         ),
     };
     let after = backlog + cost * interval;
-    if cost > 0.0 && after - tau > eps + room {
+    // A debit is charged whatever it leaves: beyond the burst, a debt.
+    if cost > 0.0 && after - tau > eps + room && !at.debit {
         let (reason, retry) = if cost <= burst {
             (Reason::OverLimit, ms(after - tau - room))
         } else {

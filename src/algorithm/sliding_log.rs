@@ -37,6 +37,12 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) ->
         }
         return (r, write.then_some((window + SLACK_MS) as u64));
     }
+    // A debit takes what fits: the log holds no more than its limit.
+    let cost = if at.debit && count + cost > limit {
+        (limit - count).max(0.0)
+    } else {
+        cost
+    };
     if cost > 0.0 && count + cost > limit {
         let reset = if count > 0.0 { newest_reset() } else { 0.0 };
         let retry = (cost <= limit).then(|| {

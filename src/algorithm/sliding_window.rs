@@ -53,6 +53,13 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) ->
             w,
         );
     }
+    let u = used(prev, cur, elapsed);
+    // A debit takes what fits: the window holds no more than its limit.
+    let cost = if at.debit && u + cost > limit {
+        (limit - u).max(0.0)
+    } else {
+        cost
+    };
     let room = limit - cost;
     let first_fit = |p: f64, c: f64, lo: f64| {
         let mut e = lo;
@@ -68,7 +75,6 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) ->
         }
         e
     };
-    let u = used(prev, cur, elapsed);
     if cost > 0.0 && u + cost > limit {
         let retry = (cost <= limit).then(|| {
             if cur + cost <= limit {

@@ -85,18 +85,21 @@ pub(crate) struct TwinInput {
     pub(crate) write: bool,
     pub(crate) wait: Option<f64>,
     pub(crate) lead: f64,
+    pub(crate) debit: bool,
 }
 
 /// What a twin is asked to do, as the store's mode says it: give the cost
-/// back (`refund`), write the state (`write`), and for a reservation how
-/// far ahead it may book (`wait`, ms) and, for a reservation of several
-/// limits decided again, how far ahead it is booked (`lead`, ms).
+/// back (`refund`), write the state (`write`), for a reservation how far
+/// ahead it may book (`wait`, ms) and, for a reservation of several limits
+/// decided again, how far ahead it is booked (`lead`, ms); or charge the
+/// cost whether it fits or not (`debit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TwinMode {
     pub(crate) refund: bool,
     pub(crate) write: bool,
     pub(crate) wait: Option<u64>,
     pub(crate) lead: u64,
+    pub(crate) debit: bool,
 }
 
 impl TwinMode {
@@ -106,6 +109,7 @@ impl TwinMode {
         write: true,
         wait: None,
         lead: 0,
+        debit: false,
     };
     /// A peek: decide, write nothing.
     pub(crate) const PEEK: Self = Self {
@@ -243,7 +247,8 @@ impl Spec {
     /// concurrency limit acquires or releases (ignored by the others);
     /// `key` is the user key (a jittered window's offset). Writes the new
     /// state only if `mode.write`. The windows and the sliding log decide
-    /// a reservation as a check (they book nothing ahead).
+    /// a reservation as a check (they book nothing ahead), and charge a
+    /// debit up to their limit (GCRA and the buckets go into debt).
     // `#[inline(always)]`, and the schedule with it: a call of its own was
     // ~35 instructions of ~560 a GCRA decision (its frame, its arguments
     // and the reply written back), 557 -> 523 with both inlined into the
@@ -267,6 +272,7 @@ impl Spec {
             write: mode.write,
             wait: mode.wait.map(float),
             lead: float(mode.lead),
+            debit: mode.debit,
         };
         // A jittered window is the aligned one on a clock `offset` behind:
         // its windows start at `k × window + offset`, and every duration

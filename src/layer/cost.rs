@@ -1,12 +1,18 @@
-//! What a request costs.
+//! What a request costs: before it is served, and what it turned out to
+//! cost.
 
 use crate::key::RequestView;
+use http::{Extensions, HeaderMap, HeaderName};
 use std::fmt;
 use std::sync::Arc;
 
-/// A request extension that sets the request's cost, overriding the layer's
-/// configured cost. Insert it from an earlier layer or middleware, e.g. one
-/// that knows the size of a batch.
+/// What a request costs, as an extension: on a **request**, it sets the
+/// request's cost, overriding the layer's configured cost (insert it from
+/// an earlier layer or middleware, e.g. one that knows the size of a
+/// batch); on a **response**, with
+/// [`RateLimitLayer::actual_cost`](super::RateLimitLayer::actual_cost)`(ActualCost::Extension)`,
+/// it says what the request turned out to cost (the tokens an LLM call
+/// used), settled against what was charged.
 ///
 /// ```
 /// let mut req = http::Request::new(());
@@ -14,6 +20,35 @@ use std::sync::Arc;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cost(pub u64);
+
+/// Where a response says what its request actually cost, for
+/// [`RateLimitLayer::actual_cost`](super::RateLimitLayer::actual_cost).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ActualCost {
+    /// A response header holding a whole number (e.g. `x-tokens-used`),
+    /// left on the response. A value that is not one keeps the estimate.
+    Header(HeaderName),
+    /// A [`Cost`] the handler put in the response's extensions.
+    Extension,
+}
+
+impl ActualCost {
+    /// The cost the response says, if it says one.
+    pub(crate) fn read(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<u64> {
+        match self {
+            ActualCost::Header(name) => {
+                let value = headers.get(name)?.to_str().ok()?;
+                let cost = value.trim().parse().ok();
+                if cost.is_none() {
+                    tracing::debug!(header = %name, value, "floodgate: not a cost; the estimate stays charged");
+                }
+                cost
+            }
+            ActualCost::Extension => extensions.get::<Cost>().map(|c| c.0),
+        }
+    }
+}
 
 /// How the layer prices a request: a constant, or a function of the request.
 #[derive(Clone)]

@@ -44,7 +44,7 @@ mod waiting;
 
 pub use body::{RejectionBody, ResponseBody};
 pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};
-pub use cost::Cost;
+pub use cost::{ActualCost, Cost};
 pub use future::{ConcurrencyLimitFuture, ResponseFuture};
 pub(crate) use own_fields::OwnFields;
 pub use rate_limit::{RateLimit, RateLimitLayer};

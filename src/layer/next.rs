@@ -3,7 +3,7 @@
 //! response carries.
 
 use super::responder::{RejectionKind, Responder};
-use super::settle::{DeniedByLimit, Settlement};
+use super::settle::{ResponseHead, Settlement};
 use super::waiting::{Seat, Waiter};
 use super::OwnFields;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
@@ -317,8 +317,11 @@ impl Admitted {
     /// the lease goes on with the body.
     pub(crate) fn finish<B>(self, response: &mut Response<B>) -> Option<Box<Lease>> {
         let owed = self.settlement.as_ref().map(|s| {
-            let denied_inside = response.extensions().get::<DeniedByLimit>().is_some();
-            s.owed(response.status(), denied_inside)
+            s.owed(&ResponseHead {
+                status: response.status(),
+                headers: response.headers(),
+                extensions: response.extensions(),
+            })
         });
         let fields = match self.fields {
             ResponseFields::Fixed(fields) => fields,

@@ -2,12 +2,13 @@
 //! settlement. The layer charges a request when it admits it (its cost, or
 //! nothing for a request only tried); once the response's head is known the
 //! request owes what the layer's counting says, and the difference is
-//! charged or given back. `refund_when`, `count_only_when` and
-//! `refund_inner_denials` are cases of what a request owes.
+//! charged or given back. `refund_when`, `count_only_when`,
+//! `refund_inner_denials` and a cost the response says (`actual_cost`)
+//! are cases of what a request owes.
 
 use super::predicate::StatusPredicate;
 use crate::limiter::Plan;
-use http::StatusCode;
+use http::{Extensions, HeaderMap, StatusCode};
 use smol_str::SmolStr;
 use std::fmt;
 use std::sync::Arc;
@@ -64,16 +65,10 @@ impl Counting {
         }
     }
 
-    /// What a request of cost `cost` owes once its response's status is
-    /// `status`; `refund_inner`: an inner limit's denial (`denied_inside`)
-    /// makes it owe nothing.
-    pub(crate) fn owed(
-        &self,
-        cost: u64,
-        refund_inner: bool,
-        status: StatusCode,
-        denied_inside: bool,
-    ) -> u64 {
+    /// What a request of cost `cost` owes once its response's head is
+    /// `head`; `refund_inner`: an inner limit's denial makes it owe nothing.
+    pub(crate) fn owed(&self, cost: u64, refund_inner: bool, head: &ResponseHead<'_>) -> u64 {
+        let (status, denied_inside) = (head.status, head.denied_inside());
         let free = match self {
             Counting::Always => refund_inner && denied_inside,
             Counting::RefundWhen(f) => f.matches(status) || (refund_inner && denied_inside),
@@ -108,11 +103,25 @@ pub(crate) struct Settlement {
     pub(crate) plan: Option<Arc<Plan>>,
 }
 
+/// What a settlement reads of a response: its head.
+pub(crate) struct ResponseHead<'a> {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: &'a HeaderMap,
+    pub(crate) extensions: &'a Extensions,
+}
+
+impl ResponseHead<'_> {
+    /// Whether a limit inside the layer denied the request.
+    fn denied_inside(&self) -> bool {
+        self.extensions.get::<DeniedByLimit>().is_some()
+    }
+}
+
 /// What a layer settles requests by.
 pub(crate) trait Terms: Send + Sync {
-    /// What a request of cost `cost` owes once its response's status is
-    /// `status` (`denied_inside`: a limit inside the layer denied it).
-    fn owed(&self, cost: u64, status: StatusCode, denied_inside: bool) -> u64;
+    /// What a request of cost `cost` owes once its response's head is
+    /// known.
+    fn owed(&self, cost: u64, head: &ResponseHead<'_>) -> u64;
     /// Charge `more` to the request of `settlement` (`more > 0`), or give
     /// `-more` back.
     fn adjust(&self, settlement: &Settlement, more: i128);
@@ -120,8 +129,8 @@ pub(crate) trait Terms: Send + Sync {
 
 impl Settlement {
     /// What the request owes, its response's head being known.
-    pub(crate) fn owed(&self, status: StatusCode, denied_inside: bool) -> u64 {
-        self.terms.owed(self.cost, status, denied_inside)
+    pub(crate) fn owed(&self, head: &ResponseHead<'_>) -> u64 {
+        self.terms.owed(self.cost, head)
     }
 
     /// Whether the request was only tried (its admission charged nothing

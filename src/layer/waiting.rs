@@ -8,7 +8,11 @@
 //!
 //! [`RateLimitLayer::wait_up_to`]: super::RateLimitLayer::wait_up_to
 
+use super::rate_limit::RateLimitLayer;
 use super::settle::Settlement;
+use crate::algorithm::Algorithm;
+use crate::key::KeyExtractor;
+use crate::ConfigError;
 use http::HeaderMap;
 use metrics::{Counter, Gauge};
 use smol_str::SmolStr;
@@ -176,6 +180,81 @@ impl Drop for Waiter {
             // Owes nothing: the charge is given back.
             reservation.settle(0);
         }
+    }
+}
+
+impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
+    /// Hold a request over the limit until its cost fits, when that is at
+    /// most `max_wait` away, instead of answering 429 at once: the request
+    /// is booked for that time
+    /// ([`Limiter::reserve`](crate::Limiter::reserve): charged now, so the
+    /// fleet never admits more than the limit) and the inner service is
+    /// called then. A request that would wait longer is answered 429 at
+    /// once, charged nothing, its `Retry-After` saying when a request
+    /// would be held no longer than `max_wait`. A leaky bucket's delay is
+    /// the same wait: with this set, bounded by `max_wait` too.
+    ///
+    /// - A client that goes away while its request waits (the response
+    ///   future is dropped) gives its reservation back.
+    /// - A gRPC call never waits past its `grpc-timeout`: when the wait
+    ///   would exceed it the call is answered `RESOURCE_EXHAUSTED` at once
+    ///   and nothing is booked (a leaky bucket's delay too, with or without
+    ///   this setting).
+    /// - The requests waiting are bounded, per key and in all
+    ///   ([`max_waiting`](Self::max_waiting): 100 and 10 000 by default);
+    ///   a request that finds no room is decided as it would be without
+    ///   waiting (served now, or 429). The metrics show them:
+    ///   `floodgate_waiting_requests` (a gauge) and
+    ///   `floodgate_waits_total` (`end` = `served` / `gone`).
+    /// - Requests charged only once their response is known
+    ///   ([`count_only_when`](Self::count_only_when)) never wait.
+    ///
+    /// `Duration::ZERO` turns waiting off.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), floodgate::ConfigError> {
+    /// use floodgate::{algorithm::Gcra, key::PeerIp, layer::RateLimitLayer, store::MemoryStore, Limiter};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
+    /// let layer = RateLimitLayer::new(limiter, PeerIp::new())
+    ///     .wait_up_to(Duration::from_millis(500))?
+    ///     .max_waiting(20, 1_000);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `wait_up_to` when the limiter's limits
+    /// cannot book ahead: a window or the sliding log counts what happened
+    /// in it, and a request booked for a later window would not count there
+    /// (GCRA and the buckets keep a schedule). Limits resolved per request
+    /// ([`limits_for`](Self::limits_for)) that hold one are decided without
+    /// waiting.
+    pub fn wait_up_to(self, max_wait: Duration) -> Result<Self, ConfigError> {
+        if !max_wait.is_zero() && !self.config.limiter.version().plan.books_ahead {
+            return Err(ConfigError::new(
+                "wait_up_to",
+                "requests wait only for GCRA, a token bucket or a leaky bucket: a window or a \
+                 sliding log books nothing ahead",
+            ));
+        }
+        Ok(self.map(|c| {
+            c.waiting = (!max_wait.is_zero()).then(|| {
+                let (per_key, total) = c.seats;
+                Arc::new(WaitingRoom::new(c.limiter.name(), max_wait, per_key, total))
+            });
+        }))
+    }
+
+    /// At most `per_key` requests of one key, and `total` in all, wait at
+    /// once (see [`wait_up_to`](Self::wait_up_to); default 100 and 10 000).
+    pub fn max_waiting(self, per_key: u32, total: usize) -> Self {
+        self.map(|c| {
+            c.seats = (per_key, total);
+            if let Some(room) = &c.waiting {
+                c.waiting = Some(Arc::new(room.bounded(c.limiter.name(), per_key, total)));
+            }
+        })
     }
 }
 

@@ -151,7 +151,7 @@ impl Core {
             }
             Mode::Refund => cache.forget(ask.key),
             // A reservation may book what a check is denied now.
-            Mode::Peek | Mode::Reserve { .. } => {}
+            Mode::Peek | Mode::Reserve { .. } | Mode::Debit => {}
         }
         self.decide(ask, cost, Some(asked), finish)
     }

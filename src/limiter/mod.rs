@@ -6,10 +6,12 @@ mod builder;
 mod change;
 mod core;
 mod current;
+mod debt;
 mod deny_cache;
 mod exemptions;
 mod hot_keys;
 mod later;
+mod layer_call;
 mod outcome;
 mod own;
 mod plan;
@@ -20,9 +22,10 @@ pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Core};
 pub use self::exemptions::Exemptions;
 pub use self::hot_keys::HotKeys;
+pub(crate) use self::layer_call::LayerCall;
 use self::outcome::AsOverall;
 pub(crate) use self::outcome::{Outcome, Overall};
-use self::own::{Local, Version, Versions};
+use self::own::{Local, Versions};
 use self::plan::decisions;
 pub(crate) use self::plan::Plan;
 pub use self::reserve::Reservation;
@@ -260,33 +263,6 @@ impl<A: Algorithm> Limiter<A> {
         self.inner.core.run(self.ask(plan, key, cost, mode))
     }
 
-    /// Start what a layer asks of this limiter for a request (`plan`: its
-    /// limits when resolved per request, else the limiter's own in
-    /// `version`, as the layer read them).
-    #[inline(always)]
-    pub(crate) fn start_for_layer(
-        &self,
-        plan: Option<&Plan>,
-        version: &Version<A>,
-        key: &str,
-        cost: u64,
-        call: LayerCall,
-    ) -> Pending<Outcome> {
-        let (local, plan) = match plan {
-            Some(plan) => (None, plan),
-            None => (version.local.as_ref(), &version.plan),
-        };
-        let (mode, counted) = match call {
-            LayerCall::Check => (Mode::Check, true),
-            LayerCall::Reserve(max_wait) => (reserve::reserving(plan.books_ahead, max_wait), true),
-            LayerCall::Trial => (Mode::Peek, true),
-            LayerCall::LateCharge => (Mode::Check, false),
-            LayerCall::Refund => (Mode::Refund, false),
-        };
-        let ask = ask(plan, local, key, cost, mode);
-        self.inner.core.run(Ask { counted, ..ask })
-    }
-
     /// What this limiter does when its store fails.
     pub fn failure_policy(&self) -> &FailurePolicy {
         self.inner.core.guard.policy()
@@ -330,26 +306,6 @@ impl<A: Algorithm> Limiter<A> {
     pub fn exemptions(&self) -> Option<&Exemptions> {
         self.inner.core.exemptions.as_ref()
     }
-}
-
-/// What a layer asks of its limiter for a request (the layers never see
-/// the store's modes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LayerCall {
-    /// Charge it now, as `check` does: a decision, counted in the metrics.
-    Check,
-    /// Charge it now for the earliest time at most this far ahead, as
-    /// `reserve` does: a decision, counted in the metrics.
-    Reserve(std::time::Duration),
-    /// Try it, for a request charged only once its response is known:
-    /// decided as a check, nothing written, counted in the metrics (it
-    /// admits or denies the request).
-    Trial,
-    /// Charge a request its trial admitted, once its response matched:
-    /// written as a check, not counted again.
-    LateCharge,
-    /// Give its charge back.
-    Refund,
 }
 
 /// One call of the decision path under `plan` (`local`: what this process

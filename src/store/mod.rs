@@ -95,6 +95,10 @@ pub(crate) enum Mode {
     /// of at most `max_wait_ms`, the windows and the sliding log decide it
     /// as a check.
     Reserve { max_wait_ms: u64 },
+    /// Charge the cost whether it fits or not: GCRA and the buckets go
+    /// into debt (later requests are denied until it is paid back), a
+    /// window or the sliding log is charged up to its limit.
+    Debit,
     /// Decide, write nothing.
     Peek,
     /// Give the cost back (a concurrency limit: release the lease).
@@ -107,6 +111,7 @@ impl Mode {
         match self {
             Mode::Check => "check",
             Mode::Reserve { .. } => "reserve",
+            Mode::Debit => "debit",
             Mode::Peek => "peek",
             Mode::Refund => "refund",
         }
@@ -121,6 +126,10 @@ impl Mode {
                 wait: Some(max_wait_ms),
                 ..TwinMode::CHECK
             },
+            Mode::Debit => TwinMode {
+                debit: true,
+                ..TwinMode::CHECK
+            },
             Mode::Peek => TwinMode::PEEK,
             Mode::Refund => TwinMode {
                 refund: true,
@@ -129,7 +138,8 @@ impl Mode {
         }
     }
 
-    /// Whether a decision in this mode charges what it admits.
+    /// Whether a decision in this mode charges what it admits (a debit
+    /// charges, but decides nothing: it is not counted as a decision).
     #[inline]
     pub(crate) fn charges(self) -> bool {
         matches!(self, Mode::Check | Mode::Reserve { .. })

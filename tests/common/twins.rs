@@ -153,6 +153,8 @@ pub enum Kind {
     Reserve(u64),
     /// Cancel one of the granted reservations held (all keys), if any.
     Cancel(Index),
+    /// Charge the cost whether it fits or not.
+    Debit,
 }
 
 #[derive(Debug, Clone)]
@@ -164,8 +166,8 @@ pub struct Op {
 }
 
 /// Up to 60 operations over `keys` keys: mostly checks, some peeks,
-/// refunds, reservations (waits of 0, small, or up to twice `max_step`)
-/// and cancellations, costs up to `max_cost + 2`, time steps of 0, small, or up to
+/// refunds, reservations (waits of 0, small, or up to twice `max_step`),
+/// cancellations and debits, costs up to `max_cost + 2`, time steps of 0, small, or up to
 /// `max_step` ms.
 pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
     let step = step(max_step);
@@ -176,6 +178,7 @@ pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<
         1 => Just(Kind::Refund),
         3 => wait.prop_map(Kind::Reserve),
         1 => any::<Index>().prop_map(Kind::Cancel),
+        1 => Just(Kind::Debit),
     ];
     let op = (0..keys, step, 0..=max_cost + 2, kind).prop_map(|(key, step_ms, cost, kind)| Op {
         key,
@@ -294,6 +297,10 @@ pub async fn same_decisions<A: Algorithm>(
                 }
                 both
             }
+            Kind::Debit => (
+                remote.debit(&key, op.cost).await.unwrap(),
+                in_memory.debit(&key, op.cost).await.unwrap(),
+            ),
             Kind::Cancel(_) if held.is_empty() => continue,
             Kind::Cancel(which) => {
                 let (r, m) = held.remove(which.index(held.len()));

@@ -2,20 +2,19 @@ use super::service::RateLimit;
 use crate::algorithm::Algorithm;
 use crate::headers::HeaderStyle;
 use crate::key::{KeyExtractor, RequestView};
-use crate::layer::cost::Pricing;
+use crate::layer::cost::{ActualCost, Pricing};
 use crate::layer::next::RateResponder;
 use crate::layer::predicate::charging::{CountOnlyWhen, RefundWhen, Upfront};
 use crate::layer::predicate::StatusPredicate;
 use crate::layer::responder::{Rejection, Responder};
 use crate::layer::settle::Counting;
 use crate::layer::waiting::{WaitingRoom, DEFAULT_PER_KEY, DEFAULT_TOTAL};
-use crate::{ConfigError, Limiter};
+use crate::Limiter;
 use bytes::Bytes;
 use http::Response;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
 use tower_layer::Layer;
 
 /// Rate-limits the requests of any tower service: takes a key from each
@@ -68,6 +67,8 @@ pub(crate) struct RateLimitConfig<K, A> {
     pub(crate) limits_for: Option<LimitsFn<A>>,
     pub(crate) counting: Counting,
     pub(crate) refund_inner: bool,
+    /// Where a response says what its request cost, if it does.
+    pub(crate) actual_cost: Option<ActualCost>,
     /// Where requests wait for their booked time, with
     /// [`wait_up_to`](RateLimitLayer::wait_up_to).
     pub(crate) waiting: Option<Arc<WaitingRoom>>,
@@ -86,6 +87,7 @@ impl<K: Clone, A> Clone for RateLimitConfig<K, A> {
             limits_for: self.limits_for.clone(),
             counting: self.counting.clone(),
             refund_inner: self.refund_inner,
+            actual_cost: self.actual_cost.clone(),
             waiting: self.waiting.clone(),
             seats: self.seats,
             responder: self.responder.clone(),
@@ -117,6 +119,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
                 limits_for: None,
                 counting: Counting::Always,
                 refund_inner: true,
+                actual_cost: None,
                 waiting: None,
                 seats: (DEFAULT_PER_KEY, DEFAULT_TOTAL),
                 responder,
@@ -165,7 +168,7 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
         }
     }
 
-    fn map(self, f: impl FnOnce(&mut RateLimitConfig<K, A>)) -> Self {
+    pub(crate) fn map(self, f: impl FnOnce(&mut RateLimitConfig<K, A>)) -> Self {
         let mut config = Arc::unwrap_or_clone(self.config);
         f(&mut config);
         Self {
@@ -194,6 +197,43 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
         F: Fn(RequestView<'_>) -> u64 + Send + Sync + 'static,
     {
         self.map(|c| c.pricing = Pricing::Fn(Arc::new(f)))
+    }
+
+    /// Settle what a request actually cost once its response says it: the
+    /// request is charged its cost when it comes in (an estimate: the
+    /// layer's [`cost`](Self::cost), [`cost_fn`](Self::cost_fn) or the
+    /// request's [`Cost`](crate::layer::Cost)), and when the response's
+    /// head is known the layer reads the actual cost from `source` (a
+    /// response header, or a [`Cost`](crate::layer::Cost) the handler put
+    /// in the response's extensions: the tokens an LLM call used) and
+    /// charges or gives back the difference, in one store call each way.
+    ///
+    /// A difference larger than what remains puts the key in **debt**
+    /// ([`Limiter::debit`]): GCRA and the buckets then refuse the key's
+    /// requests until time has paid it back; a window or the sliding log
+    /// is charged up to its limit (full until it ends). A response that
+    /// says no cost (or one that is not a number) keeps the estimate; so
+    /// does a response dropped before its head is known. The cost is read
+    /// from the head: a cost known only when a streamed body ends needs
+    /// the body to end first (set it as the handler's last step before
+    /// answering).
+    ///
+    /// Composes with [`refund_when`](Self::refund_when) and
+    /// [`count_only_when`](Self::count_only_when): a response that owes
+    /// nothing owes nothing, one that owes owes what it says.
+    ///
+    /// ```
+    /// use floodgate::{algorithm::TokenBucket, key::Header, layer::{ActualCost, RateLimitLayer}, store::MemoryStore, Limiter};
+    /// use http::HeaderName;
+    ///
+    /// // 100 000 tokens a minute per API key; a call is estimated at 1 000.
+    /// let tokens = Limiter::new(MemoryStore::new(), TokenBucket::new(100_000, 100_000.0 / 60.0));
+    /// let layer = RateLimitLayer::new(tokens, Header::try_new("x-api-key").unwrap())
+    ///     .cost(1_000)
+    ///     .actual_cost(ActualCost::Header(HeaderName::from_static("x-tokens-used")));
+    /// ```
+    pub fn actual_cost(self, source: ActualCost) -> Self {
+        self.map(|c| c.actual_cost = Some(source))
     }
 
     /// Resolve the limits per request, e.g. from the customer's tier that an
@@ -228,78 +268,6 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
     /// outer limit holds the charge of a request an inner one denied.
     pub fn refund_inner_denials(self, refund: bool) -> Self {
         self.map(|c| c.refund_inner = refund)
-    }
-
-    /// Hold a request over the limit until its cost fits, when that is at
-    /// most `max_wait` away, instead of answering 429 at once: the request
-    /// is booked for that time ([`Limiter::reserve`]: charged now, so the
-    /// fleet never admits more than the limit) and the inner service is
-    /// called then. A request that would wait longer is answered 429 at
-    /// once, charged nothing, its `Retry-After` saying when a request
-    /// would be held no longer than `max_wait`. A leaky bucket's delay is
-    /// the same wait: with this set, bounded by `max_wait` too.
-    ///
-    /// - A client that goes away while its request waits (the response
-    ///   future is dropped) gives its reservation back.
-    /// - A gRPC call never waits past its `grpc-timeout`: when the wait
-    ///   would exceed it the call is answered `RESOURCE_EXHAUSTED` at once
-    ///   and nothing is booked (a leaky bucket's delay too, with or without
-    ///   this setting).
-    /// - The requests waiting are bounded, per key and in all
-    ///   ([`max_waiting`](Self::max_waiting): 100 and 10 000 by default);
-    ///   a request that finds no room is decided as it would be without
-    ///   waiting (served now, or 429). The metrics show them:
-    ///   `floodgate_waiting_requests` (a gauge) and
-    ///   `floodgate_waits_total` (`end` = `served` / `gone`).
-    /// - Requests charged only once their response is known
-    ///   ([`count_only_when`](Self::count_only_when)) never wait.
-    ///
-    /// `Duration::ZERO` turns waiting off.
-    ///
-    /// ```
-    /// # fn main() -> Result<(), floodgate::ConfigError> {
-    /// use floodgate::{algorithm::Gcra, key::PeerIp, layer::RateLimitLayer, store::MemoryStore, Limiter};
-    /// use std::time::Duration;
-    ///
-    /// let limiter = Limiter::new(MemoryStore::new(), Gcra::new(10, Duration::from_secs(1)));
-    /// let layer = RateLimitLayer::new(limiter, PeerIp::new())
-    ///     .wait_up_to(Duration::from_millis(500))?
-    ///     .max_waiting(20, 1_000);
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// A [`ConfigError`] naming `wait_up_to` when the limiter's limits
-    /// cannot book ahead: a window or the sliding log counts what happened
-    /// in it, and a request booked for a later window would not count there
-    /// (GCRA and the buckets keep a schedule). Limits resolved per request
-    /// ([`limits_for`](Self::limits_for)) that hold one are decided without
-    /// waiting.
-    pub fn wait_up_to(self, max_wait: Duration) -> Result<Self, ConfigError> {
-        if !max_wait.is_zero() && !self.config.limiter.version().plan.books_ahead {
-            return Err(ConfigError::new(
-                "wait_up_to",
-                "requests wait only for GCRA, a token bucket or a leaky bucket: a window or a \
-                 sliding log books nothing ahead",
-            ));
-        }
-        Ok(self.map(|c| {
-            c.waiting = (!max_wait.is_zero()).then(|| {
-                let (per_key, total) = c.seats;
-                Arc::new(WaitingRoom::new(c.limiter.name(), max_wait, per_key, total))
-            });
-        }))
-    }
-
-    /// At most `per_key` requests of one key, and `total` in all, wait at
-    /// once (see [`wait_up_to`](Self::wait_up_to); default 100 and 10 000).
-    pub fn max_waiting(self, per_key: u32, total: usize) -> Self {
-        self.map(|c| {
-            c.seats = (per_key, total);
-            if let Some(room) = &c.waiting {
-                c.waiting = Some(Arc::new(room.bounded(c.limiter.name(), per_key, total)));
-            }
-        })
     }
 
     /// Which rate-limit headers to send (default: the IETF fields).

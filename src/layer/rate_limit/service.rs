@@ -7,11 +7,11 @@ use crate::layer::future::ResponseFuture;
 use crate::layer::gatekeeper::Gatekeeper;
 use crate::layer::next::{Next, RateTicket};
 use crate::layer::responder::Responder;
-use crate::layer::settle::{Settlement, Terms};
+use crate::layer::settle::{ResponseHead, Settlement, Terms};
 use crate::layer::waiting::{grpc_timeout, Seat};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::{Error, Limiter};
-use http::{HeaderMap, Request, Response, StatusCode};
+use http::{HeaderMap, Request, Response};
 use smol_str::SmolStr;
 use std::borrow::Cow;
 use std::fmt;
@@ -138,9 +138,9 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
         let ticket = RateTicket {
             reserved,
             generation: version.generation,
-            settlement: this
-                .counting
-                .may_differ(this.refund_inner)
+            // Kept only when what the request owes can differ from what
+            // its admission charged.
+            settlement: (this.counting.may_differ(this.refund_inner) || this.actual_cost.is_some())
                 .then(|| Settlement {
                     terms: this.clone(),
                     key: SmolStr::new(&key),
@@ -193,9 +193,13 @@ impl<K, A> RateLimitConfig<K, A> {
 }
 
 impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
-    fn owed(&self, cost: u64, status: StatusCode, denied_inside: bool) -> u64 {
-        self.counting
-            .owed(cost, self.refund_inner, status, denied_inside)
+    fn owed(&self, cost: u64, head: &ResponseHead<'_>) -> u64 {
+        let owed = self.counting.owed(cost, self.refund_inner, head);
+        // What the response says it cost, when it counts at all.
+        match &self.actual_cost {
+            Some(actual) if owed > 0 => actual.read(head.headers, head.extensions).unwrap_or(owed),
+            _ => owed,
+        }
     }
 
     fn adjust(&self, settlement: &Settlement, more: i128) {
@@ -206,11 +210,25 @@ impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
         };
         let cost = u64::try_from(cost).unwrap_or(u64::MAX);
         // Under the limiter's own limits as they are now; at once on a
-        // store that never waits, else in the background.
+        // store that never waits, else in the background. A charge larger
+        // than the largest limit goes in parts of it (a larger cost would
+        // be clamped), at most 64: as `Limiter::debit`.
         let version = self.limiter.version();
         let (plan, key) = (settlement.plan.as_deref(), &*settlement.key);
-        self.limiter
-            .start_for_layer(plan, version, key, cost, call)
-            .detach("settlement of a charge");
+        let part = plan
+            .unwrap_or(&version.plan)
+            .cost_cap
+            .saturating_sub(1)
+            .max(1);
+        let mut left = cost.min(part.saturating_mul(64));
+        loop {
+            self.limiter
+                .start_for_layer(plan, version, key, left.min(part), call)
+                .detach("settlement of a charge");
+            left -= left.min(part);
+            if left == 0 {
+                break;
+            }
+        }
     }
 }
