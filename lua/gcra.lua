@@ -35,6 +35,14 @@ local function virtual_schedule(o, key, burst, interval, refund, queue)
   backlog = backlog - elapsed
   if not (backlog > 0) then backlog = 0 end
   if ts < now then ts = now end
+  -- A block: the schedule pushed so that a request of cost 1 fits only
+  -- `blocked` ms from now (never pulled back: a longer wait stays).
+  if blocked then
+    local b = max(backlog, tau - interval + blocked)
+    put(o, 1, burst, floor((tau - b + eps) / interval), b, nil, 0)
+    if b ~= backlog then return vs_state(b, ts), ceil(b) + SLACK end
+    return
+  end
   if refund then
     local b = max(0, backlog - cost * interval)
     put(o, 1, burst, floor((tau - b + eps) / interval), b, nil, 0)

@@ -46,9 +46,15 @@ local function decide(KEYS, ARGV, k, a, n, into, o)
   local refund = mode == 'refund'
   -- A reservation: a check that may book up to `wait` ms ahead. A debit:
   -- a charge that never denies.
-  wait, lead, debit = nil, 0, false
+  wait, lead, debit, blocked = nil, 0, false, nil
   if mode ~= 'check' and not refund and mode ~= 'peek' then
-    if mode == 'debit' then debit = true else wait = mode + 0 end
+    if mode == 'debit' then
+      debit = true
+    elseif type(mode) == 'string' and sub(mode, 1, 6) == 'block:' then
+      blocked = sub(mode, 7) + 0
+    else
+      wait = mode + 0
+    end
     mode = 'check'
   end
   if n == 1 then

@@ -11,7 +11,10 @@
 --           bucket admits only when its delay is at most that; the windows
 --           and the sliding log decide it as a check), or 'debit' (charge
 --           the cost whether it fits or not: GCRA and the buckets go
---           into debt, a window or the log is charged up to its limit)
+--           into debt, a window or the log is charged up to its limit),
+--           or 'block:<ms>' (GCRA and the buckets refuse a request of
+--           cost 1 for that long; the client sends it with cost 0, which
+--           leaves a window or the log as it is)
 -- ARGV[3] = cost (already clamped to at most limit + 1 by the client)
 -- For each KEYS[i] in turn, after ARGV[3]: its algorithm ('fw', ...; 'fw~'
 --   in shadow mode), then its parameters: two, or three for the jittered
@@ -31,8 +34,9 @@ end
 -- reservation's longest wait in ms, nil for any other mode. `lead`: how
 -- far ahead a reservation of several limits is booked (their longest
 -- wait, decide() in main.lua), 0 otherwise. `debit`: the mode is 'debit'.
+-- `blocked`: a block's time in ms, nil for any other mode.
 local now, cost, out
-local wait, lead, debit = nil, 0, false
+local wait, lead, debit, blocked = nil, 0, false, nil
 -- Keys outlive their use by this margin, so a test clock that runs slower
 -- than the wall clock never sees state vanish early.
 local SLACK = 1000

@@ -12,12 +12,17 @@ use std::fmt;
 pub enum Error {
     /// The store failed: Redis unreachable, timed out, or answered an error.
     Store(crate::store::StoreError),
+    /// The limiter's limits cannot do what was asked (a
+    /// [`block`](crate::Limiter::block) of a window, which keeps no
+    /// schedule to push): the error names the limits and says why.
+    Unsupported(crate::ConfigError),
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Store(e) => write!(f, "rate-limit store: {e}"),
+            Error::Unsupported(e) => write!(f, "not possible with these limits: {e}"),
         }
     }
 }
@@ -26,6 +31,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Store(e) => Some(e),
+            Error::Unsupported(e) => Some(e),
         }
     }
 }

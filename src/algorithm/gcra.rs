@@ -147,6 +147,14 @@ pub(super) fn virtual_schedule(
         }
         write.then_some(r.reset_ms as u64 + SLACK_MS as u64)
     };
+    // A block: the schedule pushed so that a request of cost 1 fits only
+    // `blocked` ms from now (never pulled back: a longer wait stays).
+    if let Some(blocked) = at.blocked {
+        let b = backlog.max(tau - interval + blocked);
+        let r = reply(Reason::WithinLimit, b, -1, 0);
+        let w = if b == backlog { None } else { store(b, &r) };
+        return (r, w);
+    }
     if refund {
         let b = (backlog - cost * interval).max(0.0);
         let r = reply(Reason::WithinLimit, b, -1, 0);

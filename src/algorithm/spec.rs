@@ -86,6 +86,7 @@ pub(crate) struct TwinInput {
     pub(crate) wait: Option<f64>,
     pub(crate) lead: f64,
     pub(crate) debit: bool,
+    pub(crate) blocked: Option<f64>,
 }
 
 /// What a twin is asked to do, as the store's mode says it: give the cost
@@ -100,6 +101,9 @@ pub(crate) struct TwinMode {
     pub(crate) wait: Option<u64>,
     pub(crate) lead: u64,
     pub(crate) debit: bool,
+    /// A block of this many ms (GCRA and the buckets; sent with cost 0,
+    /// which leaves the others as they are).
+    pub(crate) blocked: Option<u64>,
 }
 
 impl TwinMode {
@@ -110,6 +114,7 @@ impl TwinMode {
         wait: None,
         lead: 0,
         debit: false,
+        blocked: None,
     };
     /// A peek: decide, write nothing.
     pub(crate) const PEEK: Self = Self {
@@ -273,6 +278,7 @@ impl Spec {
             wait: mode.wait.map(float),
             lead: float(mode.lead),
             debit: mode.debit,
+            blocked: mode.blocked.map(float),
         };
         // A jittered window is the aligned one on a clock `offset` behind:
         // its windows start at `k × window + offset`, and every duration

@@ -151,7 +151,7 @@ impl Core {
             }
             Mode::Refund => cache.forget(ask.key),
             // A reservation may book what a check is denied now.
-            Mode::Peek | Mode::Reserve { .. } | Mode::Debit => {}
+            Mode::Peek | Mode::Reserve { .. } | Mode::Debit | Mode::Block { .. } => {}
         }
         self.decide(ask, cost, Some(asked), finish)
     }

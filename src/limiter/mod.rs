@@ -2,6 +2,7 @@
 //! one decision path every limiter takes (`core.rs`).
 
 mod allotments;
+mod block;
 mod builder;
 mod change;
 mod core;

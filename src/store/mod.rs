@@ -99,6 +99,10 @@ pub(crate) enum Mode {
     /// into debt (later requests are denied until it is paid back), a
     /// window or the sliding log is charged up to its limit.
     Debit,
+    /// Refuse requests for `ms` (GCRA and the buckets: their schedule is
+    /// pushed that far; sent with cost 0, which leaves the others as they
+    /// are).
+    Block { ms: u64 },
     /// Decide, write nothing.
     Peek,
     /// Give the cost back (a concurrency limit: release the lease).
@@ -112,6 +116,7 @@ impl Mode {
             Mode::Check => "check",
             Mode::Reserve { .. } => "reserve",
             Mode::Debit => "debit",
+            Mode::Block { .. } => "block",
             Mode::Peek => "peek",
             Mode::Refund => "refund",
         }
@@ -128,6 +133,10 @@ impl Mode {
             },
             Mode::Debit => TwinMode {
                 debit: true,
+                ..TwinMode::CHECK
+            },
+            Mode::Block { ms } => TwinMode {
+                blocked: Some(ms),
                 ..TwinMode::CHECK
             },
             Mode::Peek => TwinMode::PEEK,

@@ -7,7 +7,7 @@ use floodgate::clock::ManualClock;
 use floodgate::concurrency::{ConcurrencyLimiter, ConcurrencyLimiterBuilder, Lease};
 use floodgate::failure::{CircuitBreaker, FailurePolicy};
 use floodgate::store::{MemoryStore, RedisStore, Store};
-use floodgate::{Decision, Limiter};
+use floodgate::{Decision, Error, Limiter};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -155,6 +155,9 @@ pub enum Kind {
     Cancel(Index),
     /// Charge the cost whether it fits or not.
     Debit,
+    /// Refuse the key for this many ms (an error for a window or the log,
+    /// on both sides).
+    Block(u64),
 }
 
 #[derive(Debug, Clone)]
@@ -167,7 +170,7 @@ pub struct Op {
 
 /// Up to 60 operations over `keys` keys: mostly checks, some peeks,
 /// refunds, reservations (waits of 0, small, or up to twice `max_step`),
-/// cancellations and debits, costs up to `max_cost + 2`, time steps of 0, small, or up to
+/// cancellations, debits and blocks, costs up to `max_cost + 2`, time steps of 0, small, or up to
 /// `max_step` ms.
 pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
     let step = step(max_step);
@@ -179,6 +182,7 @@ pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<
         3 => wait.prop_map(Kind::Reserve),
         1 => any::<Index>().prop_map(Kind::Cancel),
         1 => Just(Kind::Debit),
+        1 => (1..=2 * max_step).prop_map(Kind::Block),
     ];
     let op = (0..keys, step, 0..=max_cost + 2, kind).prop_map(|(key, step_ms, cost, kind)| Op {
         key,
@@ -301,6 +305,17 @@ pub async fn same_decisions<A: Algorithm>(
                 remote.debit(&key, op.cost).await.unwrap(),
                 in_memory.debit(&key, op.cost).await.unwrap(),
             ),
+            Kind::Block(ms) => {
+                let t = Duration::from_millis(*ms);
+                match (remote.block(&key, t).await, in_memory.block(&key, t).await) {
+                    (Ok(r), Ok(m)) => (r, m),
+                    (Err(Error::Unsupported(r)), Err(Error::Unsupported(m))) => {
+                        prop_assert_eq!(r.to_string(), m.to_string());
+                        continue;
+                    }
+                    other => panic!("op {i}: {other:?}"),
+                }
+            }
             Kind::Cancel(_) if held.is_empty() => continue,
             Kind::Cancel(which) => {
                 let (r, m) = held.remove(which.index(held.len()));

@@ -128,9 +128,11 @@ pub(super) fn command(batch: &Batch<'_>) -> ScriptCall {
         });
     }
     now_arg(&mut cmd, batch.now);
-    // A reservation's mode on the wire is its longest wait in ms.
+    // A reservation's mode on the wire is its longest wait in ms, a
+    // block's `block:` and its time in ms.
     match batch.mode {
         Mode::Reserve { max_wait_ms } => cmd.arg(max_wait_ms),
+        Mode::Block { ms } => cmd.arg(format!("block:{ms}")),
         mode => cmd.arg(mode.as_str()),
     };
     cmd.arg(batch.cost);
