@@ -63,9 +63,7 @@ async fn each_policy_answers_a_failure() {
         .call(down(), &call(&specs))
         .await
         .unwrap_err();
-    let Error::Store(s) = &e else {
-        panic!("{e}")
-    };
+    let Error::Store(s) = &e else { panic!("{e}") };
     assert_eq!(s.kind(), crate::store::StoreErrorKind::Unavailable, "{e}");
 
     let local = Limiter::new(MemoryStore::new(), TokenBucket::new(1, 0.001));
