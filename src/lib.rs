@@ -101,7 +101,7 @@ pub use decision::{Decision, Reason};
 pub use decisions::{Decisions, LimitDecision};
 pub use error::Error;
 pub use layer::{ConcurrencyLimitLayer, RateLimitLayer};
-pub use limiter::{Exemptions, HotKeys, Limiter, LimiterBuilder, Reservation};
+pub use limiter::{Exemptions, Grant, HotKeys, Limiter, LimiterBuilder, Reservation};
 pub use quota::Quota;
 
 // README's examples run as doctests, here and nowhere else

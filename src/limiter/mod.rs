@@ -2,6 +2,7 @@
 //! one decision path every limiter takes (`core.rs`).
 
 mod allotments;
+mod at_most;
 mod block;
 mod builder;
 mod change;
@@ -18,6 +19,7 @@ mod own;
 mod plan;
 mod reserve;
 
+pub use self::at_most::Grant;
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Core};

@@ -158,6 +158,8 @@ pub enum Kind {
     /// Refuse the key for this many ms (an error for a window or the log,
     /// on both sides).
     Block(u64),
+    /// Grant as much of the cost as fits now.
+    AtMost,
 }
 
 #[derive(Debug, Clone)]
@@ -170,7 +172,7 @@ pub struct Op {
 
 /// Up to 60 operations over `keys` keys: mostly checks, some peeks,
 /// refunds, reservations (waits of 0, small, or up to twice `max_step`),
-/// cancellations, debits and blocks, costs up to `max_cost + 2`, time steps of 0, small, or up to
+/// cancellations, debits, blocks and partial grants, costs up to `max_cost + 2`, time steps of 0, small, or up to
 /// `max_step` ms.
 pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<Op>> {
     let step = step(max_step);
@@ -183,6 +185,7 @@ pub fn ops(keys: u8, max_cost: u64, max_step: u64) -> impl Strategy<Value = Vec<
         1 => any::<Index>().prop_map(Kind::Cancel),
         1 => Just(Kind::Debit),
         1 => (1..=2 * max_step).prop_map(Kind::Block),
+        1 => Just(Kind::AtMost),
     ];
     let op = (0..keys, step, 0..=max_cost + 2, kind).prop_map(|(key, step_ms, cost, kind)| Op {
         key,
@@ -315,6 +318,12 @@ pub async fn same_decisions<A: Algorithm>(
                     }
                     other => panic!("op {i}: {other:?}"),
                 }
+            }
+            Kind::AtMost => {
+                let r = remote.check_at_most(&key, op.cost).await.unwrap();
+                let m = in_memory.check_at_most(&key, op.cost).await.unwrap();
+                prop_assert_eq!(r.granted(), m.granted(), "op {} of {:?}", i, ops);
+                (*r.decision(), *m.decision())
             }
             Kind::Cancel(_) if held.is_empty() => continue,
             Kind::Cancel(which) => {
