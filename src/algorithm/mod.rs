@@ -44,6 +44,7 @@ mod reply;
 mod sliding_log;
 mod sliding_window;
 mod spec;
+mod twin_mode;
 mod usage;
 pub(crate) mod validate;
 mod windows;
