@@ -18,6 +18,7 @@
 //! | which requests the limit covers, and in which order with your other middleware | the routes you put it on | [below](#where-the-layer-goes) |
 //! | what a request costs | 1 | [`costs`] |
 //! | several limits, tiers, counting by the response, in-flight limits | one limit | [`several_limits`] |
+//! | waiting for a turn instead of a 429, sharing a partner's quota, costs known only after the response (LLM tokens) | refuse at once; the cost is known up front | [`waiting_and_late_costs`] |
 //! | changing the limits while the service runs (a reloaded file), keeping what clients used | limits fixed at build | [`changing_limits`] |
 //! | keys never limited or always refused, a limit tried in shadow mode, limits about to bite | none | [`exemptions`] |
 //! | what happens when Redis is slow or down | fail open after 100 ms | [`failures`] |
@@ -193,3 +194,4 @@ pub mod metrics_and_tracing;
 pub mod redis_and_cluster;
 pub mod several_limits;
 pub mod testing;
+pub mod waiting_and_late_costs;
