@@ -356,3 +356,25 @@ async fn under_load_resharding_loses_nothing() {
         t0.elapsed()
     );
 }
+
+/// Several keys, one decision, on the cluster: keys on different slots are
+/// decided one call per slot, and a denial gives back the others' charge;
+/// the decisions, limit by limit, are the twin's (which decides them all
+/// at once).
+#[test]
+fn several_keys_in_one_decision_on_the_cluster_equal_the_twin() {
+    let strategy = (1..8u64, 1..8u64, 1..8u64, twins_window()).prop_flat_map(|(a, b, c, w)| {
+        let window = Duration::from_millis(w);
+        let limits = Limits::new("p0", Gcra::new(a, window))
+            .try_with("p1", FixedWindow::new(b, window))
+            .unwrap()
+            .try_with("p2", SlidingLog::new(c, window))
+            .unwrap();
+        (Just(limits), twins::keys_ops(3, KEYS, 2 * w))
+    });
+    run_cases(strategy, twins::keys_case);
+}
+
+fn twins_window() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(1000u64), 50..5000u64]
+}

@@ -112,3 +112,14 @@ fn several_limits_with_some_in_shadow_mode_script_equals_twin() {
         });
     run_cases(strategy, twins::rate_case);
 }
+
+/// Several keys, one decision: each limit charged to a key of its own,
+/// all or nothing, the same on both sides.
+#[test]
+fn several_keys_in_one_decision_script_equals_twin() {
+    let strategy = prop::collection::vec(any_algorithm(), 2..4).prop_flat_map(|algs| {
+        let n = algs.len();
+        (Just(limits_of(&algs)), twins::keys_ops(n, KEYS, 3000))
+    });
+    run_cases(strategy, twins::keys_case);
+}

@@ -2,8 +2,8 @@
 //! state of one key, and its in-memory twin. Nothing here knows a store.
 
 use super::reply::Reply;
-use super::{concurrency, fixed_window, gcra, jitter, sliding_log, sliding_window, Quota};
 pub(crate) use super::twin_mode::TwinMode;
+use super::{concurrency, fixed_window, gcra, jitter, sliding_log, sliding_window, Quota};
 use std::collections::VecDeque;
 use std::time::Duration;
 

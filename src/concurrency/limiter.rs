@@ -146,6 +146,7 @@ impl ConcurrencyLimiter {
             plan: &inner.plan,
             local: None,
             key,
+            keys: &[],
             cost: 1,
             mode,
             counted: mode == Mode::Check,

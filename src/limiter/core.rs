@@ -58,6 +58,9 @@ pub(crate) struct Ask<'a> {
     /// (`None` too for limits of this call only: those are not kept).
     pub(crate) local: Option<&'a Arc<Local>>,
     pub(crate) key: &'a str,
+    /// Each limit's own key, when a call decides several keys (else
+    /// empty: every limit has `key`, the first of `keys` otherwise).
+    pub(crate) keys: &'a [&'a str],
     pub(crate) cost: u64,
     pub(crate) mode: Mode,
     /// The decision gates a request (a check, or the layer's trial of a
@@ -169,6 +172,7 @@ impl Core {
         let batch = Batch {
             targets: &ask.plan.targets,
             key: ask.key,
+            keys: ask.keys,
             now: self.now(),
             mode: ask.mode,
             cost: cost + ask.slice,

@@ -243,7 +243,15 @@ impl Core {
         cost: u64,
         finish: F,
     ) -> Pending<F::Output> {
-        let Some(listed) = lists.listed(ask.key) else {
+        // A call of several keys: a key denied refuses it, else a key
+        // allowed exempts it.
+        let listed = if ask.keys.is_empty() {
+            lists.listed(ask.key)
+        } else {
+            let each = ask.keys.iter().filter_map(|k| lists.listed(k));
+            each.max_by_key(|l| matches!(l, Listed::Denied))
+        };
+        let Some(listed) = listed else {
             return self.unlisted(ask, cost, finish);
         };
         let d = listed.decision();

@@ -12,6 +12,7 @@ mod debt;
 mod deny_cache;
 mod exemptions;
 mod hot_keys;
+mod keys;
 mod later;
 mod layer_call;
 mod outcome;
@@ -325,6 +326,7 @@ fn ask<'a>(
         plan,
         local,
         key,
+        keys: &[],
         cost,
         mode,
         counted: mode.charges(),

@@ -173,8 +173,8 @@ pub(crate) struct Target {
     pub(crate) shadow: bool,
 }
 
-/// One call to a store: every target for the same user key, decided all or
-/// nothing, at one time, in one mode.
+/// One call to a store: every target for the same user key (or each its
+/// own, `keys`), decided all or nothing, at one time, in one mode.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Batch<'a> {
     /// Never empty; only a concurrency limiter's batch holds a
@@ -182,6 +182,9 @@ pub(crate) struct Batch<'a> {
     pub(crate) targets: &'a [Target],
     /// The user key.
     pub(crate) key: &'a str,
+    /// Each target's own user key, when a call decides several keys (see
+    /// [`key_of`](Self::key_of)); empty when every target has `key`.
+    pub(crate) keys: &'a [&'a str],
     /// The time in ms, or `None` for the store's own clock.
     pub(crate) now: Option<u64>,
     pub(crate) mode: Mode,
@@ -189,6 +192,14 @@ pub(crate) struct Batch<'a> {
     pub(crate) cost: u64,
     /// The lease a concurrency limit acquires or releases (else empty).
     pub(crate) lease: &'a str,
+}
+
+impl<'a> Batch<'a> {
+    /// The user key of target `i`.
+    #[inline]
+    pub(crate) fn key_of(&self, i: usize) -> &'a str {
+        self.keys.get(i).copied().unwrap_or(self.key)
+    }
 }
 
 /// One reply per target, in order.

@@ -466,3 +466,64 @@ pub async fn same_lease_decisions(
     }
     Ok(())
 }
+
+/// One call of several keys: for each limit (`p0`, `p1`, ...) the key it
+/// is charged to, the cost, and the time step before it.
+#[derive(Debug, Clone)]
+pub struct KeysOp {
+    pub keys: Vec<u8>,
+    pub step_ms: u64,
+    pub cost: u64,
+}
+
+/// Up to 40 calls of `limits` limits, each limit's key one of `keys`.
+pub fn keys_ops(limits: usize, keys: u8, max_step: u64) -> impl Strategy<Value = Vec<KeysOp>> {
+    let op = (
+        prop::collection::vec(0..keys, limits),
+        step(max_step),
+        0..6u64,
+    )
+        .prop_map(|(keys, step_ms, cost)| KeysOp {
+            keys,
+            step_ms,
+            cost,
+        });
+    prop::collection::vec(op, 1..40)
+}
+
+/// One case of several keys, one decision: `limits` over `remote` and the
+/// twin in memory, decision by decision and limit by limit.
+pub fn keys_case<S: Into<Store>>(
+    rt: &Runtime,
+    remote: S,
+    (limits, ops): (Limits, Vec<KeysOp>),
+) -> Result<(), TestCaseError> {
+    let (prefix, clock) = fresh();
+    let remote = strict!(Limiter::builder(remote, limits.clone()))
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let in_memory = Limiter::builder(MemoryStore::new(), limits)
+        .prefix(&prefix)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for (i, op) in ops.iter().enumerate() {
+            clock.advance(Duration::from_millis(op.step_ms));
+            let names: Vec<String> = (0..op.keys.len()).map(|l| format!("p{l}")).collect();
+            let values: Vec<String> = op.keys.iter().map(|k| format!("k{k}")).collect();
+            let keys: Vec<(&str, &str)> = names
+                .iter()
+                .zip(&values)
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            let r = remote.check_keys(&keys, op.cost).await.unwrap();
+            let m = in_memory.check_keys(&keys, op.cost).await.unwrap();
+            prop_assert_eq!(r.each(), m.each(), "op {} of {:?}", i, ops);
+            prop_assert_eq!(r.overall(), m.overall(), "op {} of {:?}", i, ops);
+        }
+        Ok(())
+    })
+}

@@ -109,6 +109,7 @@ impl Core {
                 plan: &local.plan,
                 local: Some(local),
                 key: &key,
+                keys: &[],
                 cost,
                 mode,
                 counted,
@@ -157,6 +158,7 @@ impl Core {
                 plan: &local.plan,
                 local: Some(local),
                 key: &key,
+                keys: &[],
                 cost,
                 mode: Mode::Check,
                 // Counted once, as the request's decision.

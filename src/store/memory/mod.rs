@@ -254,6 +254,7 @@ impl Backend for Sharded {
             now,
             write,
             lead,
+            key: batch.key_of(i),
         };
         let max = self.max_per_shard;
         let user = bounded(batch.key);
@@ -272,10 +273,18 @@ impl Backend for Sharded {
             // decision (fastest of 12 runs each, BENCHMARKS.md).
             return Answer::One(reply);
         }
+        // Each target's own key, when the call decides several.
+        let users: SmallVec<[Cow<'_, str>; 4]> = (0..batch.keys.len())
+            .map(|i| bounded(batch.key_of(i)))
+            .collect();
         let slots: SmallVec<[Slot<'_>; 4]> = batch
             .targets
             .iter()
-            .map(|t| self.slot(t.ns.id, &user, hashed))
+            .enumerate()
+            .map(|(i, t)| match users.get(i) {
+                Some(u) => self.slot(t.ns.id, u, matches!(u, Cow::Owned(_))),
+                None => self.slot(t.ns.id, &user, hashed),
+            })
             .collect();
         // Lock every shard involved once, in index order so that two calls
         // never wait on each other; `held[i]` is the guard of `slots[i]`.

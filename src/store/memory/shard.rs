@@ -103,6 +103,8 @@ pub(super) struct ShardCall<'a> {
     /// How far ahead a reservation of several limits is booked (ms; see
     /// `Sharded::decide`), else 0.
     pub(super) lead: u64,
+    /// The target's user key (a jittered window's offset is its own).
+    pub(super) key: &'a str,
 }
 
 impl Shard {
@@ -149,6 +151,7 @@ impl Shard {
             now,
             write,
             lead,
+            key,
         } = step;
         let mut twin = batch.mode.twin();
         twin.write &= write;
@@ -159,14 +162,14 @@ impl Shard {
             if entry.expires_at <= now {
                 entry.state = None;
             }
-            let decided = spec.decide(&mut entry.state, now, cost, twin, (lease, batch.key));
+            let decided = spec.decide(&mut entry.state, now, cost, twin, (lease, key));
             if let Some(ttl) = decided.1 {
                 entry.expires_at = now.saturating_add(ttl);
             }
             return decided;
         }
         let mut state = None;
-        let decided = spec.decide(&mut state, now, cost, twin, (lease, batch.key));
+        let decided = spec.decide(&mut state, now, cost, twin, (lease, key));
         if let (Some(ttl), Some(_)) = (decided.1, &state) {
             let expires_at = now.saturating_add(ttl);
             let entry = Entry {

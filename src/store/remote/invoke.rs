@@ -204,6 +204,12 @@ impl<T: Transport> Backend for Remote<T> {
     }
 
     fn decide(&self, batch: &Batch<'_>) -> Answer {
+        // Keys on several slots of a cluster: one call per slot.
+        if self.shared.joiner.cluster() {
+            if let Some(slots) = super::split::slots(batch) {
+                return super::split::decide(self, batch, &slots);
+            }
+        }
         let ScriptCall {
             function,
             cmd,

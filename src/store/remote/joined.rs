@@ -65,6 +65,11 @@ impl Joiner {
         self.max
     }
 
+    /// Whether the store is a cluster (a call's keys share a slot).
+    pub(super) fn cluster(&self) -> bool {
+        self.cluster
+    }
+
     /// Whether calls carry more than one decision.
     pub(super) fn enabled(&self) -> bool {
         self.max > 1

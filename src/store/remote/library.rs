@@ -117,13 +117,14 @@ pub(super) fn command(batch: &Batch<'_>) -> ScriptCall {
     }
     let n = batch.targets.len();
     let heads: usize = batch.targets.iter().map(|t| t.ns.head.len()).sum();
+    let keys: usize = (0..n).map(|i| batch.key_of(i).len()).sum();
     let mut cmd = Cmd::with_capacity(
         6 + 4 * n,
-        DECIDE.name.len() + heads + n * (batch.key.len() + 2) + 48 * (1 + n),
+        DECIDE.name.len() + heads + keys + 2 * n + 48 * (1 + n),
     );
     cmd.arg("FCALL").arg(&DECIDE.name).arg(n);
-    for target in batch.targets {
-        with_storage_key(&target.ns.head, batch.key, |key| {
+    for (i, target) in batch.targets.iter().enumerate() {
+        with_storage_key(&target.ns.head, batch.key_of(i), |key| {
             cmd.arg(key);
         });
     }
@@ -136,7 +137,7 @@ pub(super) fn command(batch: &Batch<'_>) -> ScriptCall {
         mode => cmd.arg(mode.as_str()),
     };
     cmd.arg(batch.cost);
-    for target in batch.targets {
+    for (i, target) in batch.targets.iter().enumerate() {
         let spec = target.spec;
         cmd.arg(if target.shadow {
             spec.shadow_tag()
@@ -154,7 +155,7 @@ pub(super) fn command(batch: &Batch<'_>) -> ScriptCall {
                 cmd.arg(limit).arg(window_ms);
                 // A jittered window's third parameter: the key's offset,
                 // computed here as the memory twin computes it.
-                if let Some(offset) = spec.offset(batch.key) {
+                if let Some(offset) = spec.offset(batch.key_of(i)) {
                     cmd.arg(offset);
                 }
             }

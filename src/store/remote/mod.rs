@@ -15,6 +15,7 @@ mod pool;
 mod probe;
 mod redirect;
 mod server;
+mod split;
 mod tls;
 
 pub use self::builder::{RedisClusterStoreBuilder, RedisStoreBuilder};

@@ -210,6 +210,7 @@ pub(super) async fn decide_once<T: Transport>(
     let batch = Batch {
         targets: std::slice::from_ref(&target),
         key: "probe",
+        keys: &[],
         now: None,
         mode: Mode::Check,
         cost: 1,

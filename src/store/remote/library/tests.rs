@@ -78,6 +78,7 @@ fn the_command_sends_what_the_string_args_say() {
             let batch = Batch {
                 targets: &targets[..n],
                 key: "ana",
+                keys: &[],
                 now,
                 mode,
                 cost: 4,

@@ -1,0 +1,93 @@
+//! Several keys, one decision ([`Limiter::check_keys`]): each limit of a
+//! [`Limits`](crate::algorithm::Limits) charged to a key of its own (per
+//! user and per organisation, per API key and global), all or nothing.
+
+use super::{plan::decisions, Ask, Limiter};
+use crate::algorithm::Algorithm;
+use crate::store::Mode;
+use crate::{ConfigError, Decisions, Error};
+use smallvec::SmallVec;
+
+impl<A: Algorithm> Limiter<A> {
+    /// Charge `cost` to several keys in one decision: `keys` names, for
+    /// each limit, the key it is charged to (`("user", "ana")`,
+    /// `("global", "all")`). Admitted only if every limit admits its key,
+    /// and then charged to all; denied otherwise, charging none. The
+    /// numbers are each limit's for its own key.
+    ///
+    /// One store call on one server (one Redis, Sentinel, the memory
+    /// store): atomic, and one timeout when the store stalls. On a Redis
+    /// Cluster, keys on different hash slots (a key's slot is its own:
+    /// floodgate puts each user key in a hash tag) are decided by one call
+    /// per slot, and a denial gives back what the other slots charged, so
+    /// no key keeps a charge for a refused request (between the charge
+    /// and the refund another request may see it).
+    ///
+    /// The exemptions look at every key: a key on the deny list refuses
+    /// the request, one on the allow list exempts it. Neither the deny
+    /// cache nor the hot keys' allotments answer such a call (they follow
+    /// one key).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use floodgate::algorithm::{Gcra, Limits};
+    /// use floodgate::{store::MemoryStore, Limiter};
+    /// use std::time::Duration;
+    ///
+    /// let limits = Limits::new("user", Gcra::new(2, Duration::from_secs(1)))
+    ///     .try_with("global", Gcra::new(3, Duration::from_secs(1)))?;
+    /// let limiter = Limiter::new(MemoryStore::new(), limits);
+    /// let ana = [("user", "ana"), ("global", "all")];
+    /// let bo = [("user", "bo"), ("global", "all")];
+    /// assert!(limiter.check_keys(&ana, 1).await?.overall().allowed());
+    /// assert!(limiter.check_keys(&ana, 1).await?.overall().allowed());
+    /// assert!(limiter.check_keys(&ana, 1).await?.overall().denied()); // ana's own limit
+    /// assert!(limiter.check_keys(&bo, 1).await?.overall().allowed()); // the global's third
+    /// assert!(limiter.check_keys(&bo, 1).await?.overall().denied()); // the global limit
+    /// // bo's own key was not charged by the refused request: one left.
+    /// let now = limiter.check_keys(&bo, 0).await?;
+    /// assert_eq!(now.each()[0].decision().remaining(), 1);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when a limit has no key in `keys`, or `keys`
+    /// names a limit the limiter does not have; else as
+    /// [`check`](Self::check).
+    pub async fn check_keys(&self, keys: &[(&str, &str)], cost: u64) -> Result<Decisions, Error> {
+        let version = self.version();
+        let plan = &version.plan;
+        let mut each: SmallVec<[&str; 4]> = SmallVec::with_capacity(plan.names.len());
+        for name in &plan.names {
+            let key = keys.iter().find(|(limit, _)| *limit == &**name);
+            let Some((_, key)) = key else {
+                return Err(unsupported(format!("no key for the limit {name:?}")));
+            };
+            each.push(key);
+        }
+        if let Some((name, _)) = keys
+            .iter()
+            .find(|(n, _)| !plan.names.iter().any(|l| &**l == *n))
+        {
+            return Err(unsupported(format!("no limit named {name:?}")));
+        }
+        let ask = Ask {
+            plan,
+            // Nothing this process keeps follows several keys.
+            local: None,
+            key: each[0],
+            keys: &each,
+            cost,
+            mode: Mode::Check,
+            counted: true,
+            lease: "",
+            slice: 0,
+        };
+        let decided = self.inner.core.run(ask).await?;
+        Ok(decisions(plan, &decided))
+    }
+}
+
+fn unsupported(reason: String) -> Error {
+    Error::Unsupported(ConfigError::new("keys", reason))
+}

@@ -1,0 +1,172 @@
+//! Several keys, one decision (`Limiter::check_keys`): a user key and a
+//! global key, from four stores on one Redis and on a Redis Cluster.
+//! Neither limit is ever exceeded; a refused request leaves no charge on
+//! either key; on one server a decision is one Redis call, and a stalled
+//! Redis costs one timeout.
+
+mod common;
+
+use common::cluster::RedisCluster;
+use common::{RedisServer, T0};
+use floodgate::algorithm::{FixedWindow, Limits};
+use floodgate::clock::ManualClock;
+use floodgate::failure::{CircuitBreaker, FailurePolicy};
+use floodgate::store::{RedisClusterStore, RedisStore, Store};
+use floodgate::Limiter;
+use std::num::NonZeroUsize;
+use std::time::{Duration, Instant};
+
+const USER_LIMIT: u64 = 5;
+const GLOBAL_LIMIT: u64 = 12;
+const USERS: usize = 6;
+
+fn limits() -> Limits {
+    let minute = Duration::from_secs(60);
+    Limits::new("user", FixedWindow::new(USER_LIMIT, minute))
+        .try_with("global", FixedWindow::new(GLOBAL_LIMIT, minute))
+        .unwrap()
+}
+
+fn limiter(store: impl Into<Store>, clock: &ManualClock, prefix: &str) -> Limiter<Limits> {
+    Limiter::builder(store, limits())
+        .prefix(prefix)
+        .clock(clock.clone())
+        .timeout(Duration::from_secs(5))
+        .on_store_failure(FailurePolicy::ReturnError)
+        .circuit_breaker(CircuitBreaker::disabled())
+        .build()
+        .unwrap()
+}
+
+/// Four servers, each 20 requests over six users at once; then every
+/// key's state against what was admitted.
+async fn four_servers(servers: Vec<Limiter<Limits>>) {
+    let mut tasks = Vec::new();
+    for (s, limiter) in servers.iter().cloned().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let mut admitted = vec![0u64; USERS];
+            for i in 0..20 {
+                let user = format!("u{}", (i + s) % USERS);
+                let d = limiter
+                    .check_keys(&[("user", &user), ("global", "all")], 1)
+                    .await
+                    .unwrap();
+                if d.overall().allowed() {
+                    admitted[(i + s) % USERS] += 1;
+                }
+            }
+            admitted
+        }));
+    }
+    let mut admitted = vec![0u64; USERS];
+    for t in tasks {
+        for (a, n) in admitted.iter_mut().zip(t.await.unwrap()) {
+            *a += n;
+        }
+    }
+    let total: u64 = admitted.iter().sum();
+    // 80 asked, the users allow 30: the global limit binds, exactly.
+    assert_eq!(total, GLOBAL_LIMIT, "{admitted:?}");
+    for (u, n) in admitted.iter().enumerate() {
+        assert!(*n <= USER_LIMIT, "user {u}: {n}");
+        // A refused request left no charge: each key holds what was
+        // admitted for it, no more.
+        let user = format!("u{u}");
+        let now = servers[0]
+            .check_keys(&[("user", &user), ("global", "all")], 0)
+            .await
+            .unwrap();
+        assert_eq!(
+            now.each()[0].decision().remaining(),
+            USER_LIMIT - n,
+            "user {u}"
+        );
+        assert_eq!(now.each()[1].decision().remaining(), 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_and_a_global_key_from_four_servers_on_one_redis() {
+    let redis = RedisServer::start();
+    let clock = ManualClock::new(T0);
+    let servers = (0..4)
+        .map(|_| limiter(RedisStore::from_url(&redis.url()).unwrap(), &clock, "one"))
+        .collect();
+    four_servers(servers).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_and_a_global_key_from_four_servers_on_a_cluster() {
+    let cluster = RedisCluster::shared();
+    let clock = ManualClock::new(T0);
+    let prefix = format!("sk{}", std::process::id());
+    let servers = (0..4)
+        .map(|_| {
+            let store = RedisClusterStore::from_nodes(cluster.urls()).unwrap();
+            limiter(store, &clock, &prefix)
+        })
+        .collect();
+    four_servers(servers).await;
+}
+
+#[tokio::test]
+async fn one_call_per_decision_and_one_timeout_when_redis_stalls() {
+    let redis = RedisServer::start();
+    let clock = ManualClock::new(T0);
+    // Each decision its own call (no joining), to count them.
+    let store = RedisStore::builder(&redis.url())
+        .max_decisions_per_call(NonZeroUsize::MIN)
+        .build()
+        .unwrap();
+    let strict = limiter(store.clone(), &clock, "calls");
+    strict
+        .check_keys(&[("user", "ana"), ("global", "all")], 1)
+        .await
+        .unwrap();
+    let before = redis.command_calls("fcall").unwrap_or(0);
+    for _ in 0..10 {
+        strict
+            .check_keys(&[("user", "ana"), ("global", "all")], 1)
+            .await
+            .unwrap();
+    }
+    assert_eq!(redis.command_calls("fcall").unwrap_or(0) - before, 10);
+
+    // Redis frozen: the decision waits one timeout (250 ms), not one per
+    // key (two keys decided apart would take at least 500 ms).
+    let open = Limiter::builder(store, limits())
+        .prefix("stall")
+        .clock(clock.clone())
+        .timeout(Duration::from_millis(250))
+        .on_store_failure(FailurePolicy::FailOpen)
+        .build()
+        .unwrap();
+    open.check_keys(&[("user", "bo"), ("global", "all")], 1)
+        .await
+        .unwrap();
+    redis.pause();
+    let started = Instant::now();
+    let d = open
+        .check_keys(&[("user", "bo"), ("global", "all")], 1)
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    redis.resume();
+    assert!(d.overall().is_degraded(), "{d:?}");
+    assert!(
+        took >= Duration::from_millis(250) && took < Duration::from_millis(500),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_limit_without_a_key_is_an_error_naming_it() {
+    let limiter = Limiter::new(floodgate::store::MemoryStore::new(), limits());
+    let e = limiter.check_keys(&[("user", "ana")], 1).await.unwrap_err();
+    assert!(e.to_string().contains("\"global\""), "{e}");
+    let e = limiter
+        .check_keys(&[("user", "ana"), ("global", "all"), ("org", "acme")], 1)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("\"org\""), "{e}");
+}
