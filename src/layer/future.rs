@@ -81,7 +81,7 @@ pin_project! {
         /// its reservation back (`Waiter`).
         Delaying {
             sleep: Pin<Box<tokio::time::Sleep>>,
-            waiting: Option<Box<(S, Request<ReqBody>, Admitted, Option<Waiter>)>>,
+            waiting: Option<Box<(S, Request<ReqBody>, Admitted, Option<Box<Waiter>>)>>,
         },
         /// The inner service is handling the request.
         Calling {

@@ -97,7 +97,7 @@ pub(crate) enum Next {
     Call(Admitted),
     /// The inner service is called after a wait: the time booked for the
     /// request (a reservation, or a leaky bucket's place in its queue).
-    Delay(Duration, Admitted, Option<Waiter>),
+    Delay(Duration, Admitted, Option<Box<Waiter>>),
 }
 
 /// An admitted request: the rate-limit fields its response gets, its
@@ -180,7 +180,7 @@ impl RateResponder {
         if d.allowed() && !d.delay().is_zero() {
             let waiter = reserved.map(|r| {
                 let (seat, reservation) = *r;
-                Waiter::new(seat, Some(reservation))
+                Box::new(Waiter::new(seat, Some(reservation)))
             });
             Next::Delay(d.delay(), admitted, waiter)
         } else {
