@@ -170,3 +170,101 @@ async fn a_limit_without_a_key_is_an_error_naming_it() {
         .unwrap_err();
     assert!(e.to_string().contains("\"org\""), "{e}");
 }
+
+/// The layer: the user's key from a header, one global key, one decision.
+#[tokio::test]
+async fn the_layer_charges_a_user_key_and_a_global_key_in_one_decision() {
+    common::http::on_both_stores(|store| async move {
+        let minute = Duration::from_secs(60);
+        let limits = Limits::new("user", FixedWindow::new(2, minute))
+            .try_with("global", FixedWindow::new(3, minute))
+            .unwrap();
+        let limiter = Limiter::builder(store, limits)
+            .clock(ManualClock::new(T0))
+            .build()
+            .unwrap();
+        let layer = floodgate::layer::RateLimitLayer::new(
+            limiter.clone(),
+            floodgate::key::Header::try_new("x-user").unwrap(),
+        )
+        .key_for("global", |_| "all".to_owned())
+        .unwrap();
+        let app = axum::Router::new()
+            .route("/", axum::routing::get(|| async { "ok" }))
+            .layer(layer);
+        let base = common::http::serve(app).await;
+        let client = reqwest::Client::new();
+        let get = |user: &str| client.get(&base).header("x-user", user).send();
+        let statuses = [
+            get("ana").await.unwrap().status(),
+            get("ana").await.unwrap().status(),
+            get("ana").await.unwrap().status(), // ana's own limit
+            get("bo").await.unwrap().status(),  // the global's third
+            get("bo").await.unwrap().status(),  // the global limit
+        ];
+        assert_eq!(statuses.map(|s| s.as_u16()), [200, 200, 429, 200, 429]);
+        // The refused requests charged neither key.
+        let now = limiter
+            .check_keys(&[("user", "bo"), ("global", "all")], 0)
+            .await
+            .unwrap();
+        assert_eq!(now.each()[0].decision().remaining(), 1, "bo");
+        assert_eq!(now.each()[1].decision().remaining(), 0, "global");
+        let ana = limiter
+            .check_keys(&[("user", "ana"), ("global", "all")], 0)
+            .await
+            .unwrap();
+        assert_eq!(ana.each()[0].decision().remaining(), 0, "ana");
+    })
+    .await;
+}
+
+#[test]
+fn key_for_a_limit_the_limiter_does_not_have_names_the_setting() {
+    let limiter = Limiter::new(floodgate::store::MemoryStore::new(), limits());
+    let e = floodgate::layer::RateLimitLayer::new(limiter, floodgate::key::Global::new())
+        .key_for("org", |_| String::new())
+        .unwrap_err();
+    assert_eq!(e.field(), "key_for");
+}
+
+/// A charge given back after the response (`refund_when`) goes back to
+/// every key it was charged to.
+#[tokio::test]
+async fn a_refund_after_the_response_goes_back_to_every_key() {
+    let minute = Duration::from_secs(60);
+    let limits = Limits::new("user", FixedWindow::new(5, minute))
+        .try_with("global", FixedWindow::new(10, minute))
+        .unwrap();
+    let limiter = Limiter::new(floodgate::store::MemoryStore::new(), limits);
+    let layer = floodgate::layer::RateLimitLayer::new(
+        limiter.clone(),
+        floodgate::key::Header::try_new("x-user").unwrap(),
+    )
+    .refund_when(floodgate::layer::predicate::ServerErrors)
+    .key_for("global", |_| "all".to_owned())
+    .unwrap();
+    let app = axum::Router::new()
+        .route("/ok", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/fail",
+            axum::routing::get(|| async { http::StatusCode::INTERNAL_SERVER_ERROR }),
+        )
+        .layer(layer);
+    let base = common::http::serve(app).await;
+    let client = reqwest::Client::new();
+    let get = |path: &str| {
+        client
+            .get(format!("{base}{path}"))
+            .header("x-user", "cy")
+            .send()
+    };
+    assert_eq!(get("/ok").await.unwrap().status(), 200);
+    assert_eq!(get("/fail").await.unwrap().status(), 500);
+    let now = limiter
+        .check_keys(&[("user", "cy"), ("global", "all")], 0)
+        .await
+        .unwrap();
+    assert_eq!(now.each()[0].decision().remaining(), 4, "the user's");
+    assert_eq!(now.each()[1].decision().remaining(), 9, "the global");
+}

@@ -95,6 +95,9 @@ pub(crate) struct Settlement {
     /// charged, free of the layer's type parameters.
     pub(crate) terms: Arc<dyn Terms>,
     pub(crate) key: SmolStr,
+    /// Each limit's own key, when the request has several
+    /// ([`RateLimitLayer::key_for`](super::RateLimitLayer::key_for)).
+    pub(crate) keys: Option<Arc<[SmolStr]>>,
     /// The request's cost.
     pub(crate) cost: u64,
     /// What its admission charged (`cost`, or 0 for a request only tried).

@@ -31,18 +31,21 @@ pub(crate) enum LayerCall {
 impl<A: Algorithm> Limiter<A> {
     /// Start what a layer asks of this limiter for a request (`plan`: its
     /// limits when resolved per request, else the limiter's own in
-    /// `version`, as the layer read them).
+    /// `version`, as the layer read them; `keys`: each limit's own key,
+    /// when the request has several, else empty).
     #[inline(always)]
     pub(crate) fn start_for_layer(
         &self,
         plan: Option<&Plan>,
         version: &Version<A>,
-        key: &str,
+        (key, keys): (&str, &[&str]),
         cost: u64,
         call: LayerCall,
     ) -> Pending<Outcome> {
         let (local, plan) = match plan {
             Some(plan) => (None, plan),
+            // Nothing this process keeps follows several keys.
+            None if !keys.is_empty() => (None, &version.plan),
             None => (version.local.as_ref(), &version.plan),
         };
         let (mode, counted) = match call {
@@ -53,6 +56,10 @@ impl<A: Algorithm> Limiter<A> {
             LayerCall::Refund => (Mode::Refund, false),
         };
         let ask = ask(plan, local, key, cost, mode);
-        self.inner.core.run(Ask { counted, ..ask })
+        self.inner.core.run(Ask {
+            keys,
+            counted,
+            ..ask
+        })
     }
 }

@@ -59,12 +59,18 @@ pub struct RateLimitLayer<K, A, C = Upfront> {
 
 pub(crate) type LimitsFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
 
+/// What takes a limit's own key from a request ([`RateLimitLayer::key_for`]).
+pub(crate) type LimitKeyFn = Arc<dyn Fn(RequestView<'_>) -> String + Send + Sync>;
+
 /// The configuration a [`RateLimitLayer`] shares with its services.
 pub(crate) struct RateLimitConfig<K, A> {
     pub(crate) limiter: Limiter<A>,
     pub(crate) extractor: K,
     pub(crate) pricing: Pricing,
     pub(crate) limits_for: Option<LimitsFn<A>>,
+    /// Limits charged to a key of their own: the limit's name and what
+    /// takes its key from the request.
+    pub(crate) limit_keys: Vec<(Arc<str>, LimitKeyFn)>,
     pub(crate) counting: Counting,
     pub(crate) refund_inner: bool,
     /// Where a response says what its request cost, if it does.
@@ -85,6 +91,7 @@ impl<K: Clone, A> Clone for RateLimitConfig<K, A> {
             extractor: self.extractor.clone(),
             pricing: self.pricing.clone(),
             limits_for: self.limits_for.clone(),
+            limit_keys: self.limit_keys.clone(),
             counting: self.counting.clone(),
             refund_inner: self.refund_inner,
             actual_cost: self.actual_cost.clone(),
@@ -117,6 +124,7 @@ impl<K: KeyExtractor, A: Algorithm> RateLimitLayer<K, A> {
                 extractor,
                 pricing: Pricing::Fixed(1),
                 limits_for: None,
+                limit_keys: Vec::new(),
                 counting: Counting::Always,
                 refund_inner: true,
                 actual_cost: None,
@@ -259,6 +267,55 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
         F: Fn(RequestView<'_>) -> Option<A> + Send + Sync + 'static,
     {
         self.map(|c| c.limits_for = Some(Arc::new(f)))
+    }
+
+    /// Charge the limit named `limit` (of the limiter's
+    /// [`Limits`](crate::algorithm::Limits)) to a key of its own, taken
+    /// from the request by `f`, instead of the layer's key: per user and
+    /// global, per API key and per organisation, in **one decision**, all
+    /// or nothing ([`Limiter::check_keys`]). A request refused by one
+    /// limit charges none, and with one store call a stalled Redis costs
+    /// one timeout, where two stacked layers cost two.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), floodgate::ConfigError> {
+    /// use floodgate::algorithm::{Gcra, Limits};
+    /// use floodgate::{key::Header, layer::RateLimitLayer, store::MemoryStore, Limiter};
+    /// use std::time::Duration;
+    ///
+    /// let limits = Limits::new("user", Gcra::new(10, Duration::from_secs(1)))
+    ///     .try_with("global", Gcra::new(1_000, Duration::from_secs(1)))?;
+    /// let layer = RateLimitLayer::new(Limiter::new(MemoryStore::new(), limits), Header::try_new("x-user")?)
+    ///     // "user" takes the layer's key; "global" one key for all.
+    ///     .key_for("global", |_req| "all".to_owned())?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ConfigError`](crate::ConfigError) naming `key_for` when the
+    /// limiter has no limit named `limit`. (Limits resolved per request,
+    /// [`limits_for`](Self::limits_for), take the keys of the limits of
+    /// the same names; a limit with no key of its own takes the layer's.)
+    pub fn key_for<F>(self, limit: &str, f: F) -> Result<Self, crate::ConfigError>
+    where
+        F: Fn(RequestView<'_>) -> String + Send + Sync + 'static,
+    {
+        let own = self
+            .config
+            .limiter
+            .version()
+            .plan
+            .names
+            .iter()
+            .any(|n| &**n == limit);
+        if !own {
+            return Err(crate::ConfigError::new(
+                "key_for",
+                format!("the limiter has no limit named {limit:?}"),
+            ));
+        }
+        let limit: Arc<str> = limit.into();
+        Ok(self.map(|c| c.limit_keys.push((limit, Arc::new(f)))))
     }
 
     /// Give this layer's charge back when a limit inside it (another

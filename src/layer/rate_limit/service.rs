@@ -12,6 +12,7 @@ use crate::layer::waiting::{grpc_timeout, Seat};
 use crate::limiter::{LayerCall, Outcome, Pending};
 use crate::{Error, Limiter};
 use http::{HeaderMap, Request, Response};
+use smallvec::SmallVec;
 use smol_str::SmolStr;
 use std::borrow::Cow;
 use std::fmt;
@@ -120,15 +121,29 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             .map(|a| Arc::new(limiter.plan(&a)));
         // The limiter's own limits, read once: decided and reported under them.
         let version = limiter.version();
-        let queues = plan.as_deref().unwrap_or(&version.plan).queues;
+        let limits = plan.as_deref().unwrap_or(&version.plan);
+        let queues = limits.queues;
+        // Each limit's own key, when some have one (`key_for`).
+        let owned: Option<Arc<[SmolStr]>> = (!this.limit_keys.is_empty()).then(|| {
+            let of = |name: &Arc<str>| match this.limit_keys.iter().find(|(l, _)| l == name) {
+                Some((_, f)) => SmolStr::new(f(view)),
+                None => SmolStr::new(&key),
+            };
+            limits.names.iter().map(of).collect()
+        });
+        let keys: SmallVec<[&str; 4]> = owned
+            .iter()
+            .flat_map(|k| k.iter().map(SmolStr::as_str))
+            .collect();
         let (call, seat) = this.call(req.headers(), &key, queues);
-        let decision = limiter.start_for_layer(plan.as_deref(), version, &key, cost, call);
+        let decision = limiter.start_for_layer(plan.as_deref(), version, (&key, &keys), cost, call);
         // A request that may wait: its charge goes back if it is dropped
         // before its time.
         let reserved = (queues || matches!(call, LayerCall::Reserve(_))).then(|| {
             let reservation = Settlement {
                 terms: this.clone(),
                 key: SmolStr::new(&key),
+                keys: owned.clone(),
                 cost,
                 charged: cost,
                 plan: plan.clone(),
@@ -144,6 +159,7 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
                 .then(|| Settlement {
                     terms: this.clone(),
                     key: SmolStr::new(&key),
+                    keys: owned.clone(),
                     cost,
                     charged: this.counting.charged_at_admission(cost),
                     plan: plan.clone(),
@@ -215,6 +231,11 @@ impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
         // be clamped), at most 64: as `Limiter::debit`.
         let version = self.limiter.version();
         let (plan, key) = (settlement.plan.as_deref(), &*settlement.key);
+        let keys: SmallVec<[&str; 4]> = settlement
+            .keys
+            .iter()
+            .flat_map(|k| k.iter().map(SmolStr::as_str))
+            .collect();
         let part = plan
             .unwrap_or(&version.plan)
             .cost_cap
@@ -223,7 +244,7 @@ impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
         let mut left = cost.min(part.saturating_mul(64));
         loop {
             self.limiter
-                .start_for_layer(plan, version, key, left.min(part), call)
+                .start_for_layer(plan, version, (key, &keys), left.min(part), call)
                 .detach("settlement of a charge");
             left -= left.min(part);
             if left == 0 {
