@@ -131,12 +131,14 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
             };
             limits.names.iter().map(of).collect()
         });
-        let keys: SmallVec<[&str; 4]> = owned
-            .iter()
-            .flat_map(|k| k.iter().map(SmolStr::as_str))
-            .collect();
         let (call, seat) = this.call(req.headers(), &key, queues);
-        let decision = limiter.start_for_layer(plan.as_deref(), version, (&key, &keys), cost, call);
+        let decision = match &owned {
+            None => limiter.start_for_layer(plan.as_deref(), version, (&key, &[]), cost, call),
+            Some(each) => {
+                let keys: SmallVec<[&str; 4]> = each.iter().map(SmolStr::as_str).collect();
+                limiter.start_for_layer(plan.as_deref(), version, (&key, &keys), cost, call)
+            }
+        };
         // A request that may wait: its charge goes back if it is dropped
         // before its time.
         let reserved = (queues || matches!(call, LayerCall::Reserve(_))).then(|| {
