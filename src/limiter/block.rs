@@ -22,6 +22,10 @@ impl<A: Algorithm> Limiter<A> {
     ///
     /// Kept in the key's own state, in the same store and the same call
     /// as its decisions: no key of its own, nothing read on other calls.
+    /// With [`HotKeys`](crate::HotKeys), a server still holding a slice
+    /// of the key spends it first (at most one slice a server: the store
+    /// refuses the next).
+    #[doc(alias = "pause")]
     /// For GCRA and the buckets, whose schedule it pushes; a window or the
     /// sliding log keeps no schedule to push, and its limiter's `block`
     /// is an error (block a key there with
