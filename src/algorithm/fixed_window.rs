@@ -2,7 +2,11 @@ use super::reply::{reply, Reply};
 use super::spec::{floor, State, TwinInput, Write, SLACK_MS};
 
 /// Twin of `ALG.fw` in `lua/fixed_window.lua`.
-pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) -> (Reply, Write) {
+pub(super) fn decide(
+    p: (f64, f64),
+    state: &mut Option<State>,
+    at: TwinInput<'_>,
+) -> (Reply, Write) {
     let (limit, window) = p;
     let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let idx = floor(now / window);
@@ -27,7 +31,7 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) ->
         );
     }
     // A debit takes what fits: a window holds no more than its limit.
-    let cost = if at.debit && count + cost > limit {
+    let cost = if at.mode.debit && count + cost > limit {
         (limit - count).max(0.0)
     } else {
         cost

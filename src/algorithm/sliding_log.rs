@@ -3,7 +3,11 @@ use super::spec::{State, TwinInput, Write, SLACK_MS};
 use std::collections::VecDeque;
 
 /// Twin of `ALG.sl` in `lua/sliding_log.lua`. The log is kept sorted by time.
-pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) -> (Reply, Write) {
+pub(super) fn decide(
+    p: (f64, f64),
+    state: &mut Option<State>,
+    at: TwinInput<'_>,
+) -> (Reply, Write) {
     let (limit, window) = p;
     let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let cut = now - window;
@@ -38,7 +42,7 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) ->
         return (r, write.then_some((window + SLACK_MS) as u64));
     }
     // A debit takes what fits: the log holds no more than its limit.
-    let cost = if at.debit && count + cost > limit {
+    let cost = if at.mode.debit && count + cost > limit {
         (limit - count).max(0.0)
     } else {
         cost

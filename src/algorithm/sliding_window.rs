@@ -2,7 +2,11 @@ use super::reply::{reply, Reply};
 use super::spec::{floor, State, TwinInput, Write, SLACK_MS};
 
 /// Twin of `ALG.sw` in `lua/sliding_window.lua`.
-pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) -> (Reply, Write) {
+pub(super) fn decide(
+    p: (f64, f64),
+    state: &mut Option<State>,
+    at: TwinInput<'_>,
+) -> (Reply, Write) {
     let (limit, window) = p;
     let (now, cost, refund, write) = (at.now, at.cost, at.refund, at.write);
     let idx = floor(now / window);
@@ -55,7 +59,7 @@ pub(super) fn decide(p: (f64, f64), state: &mut Option<State>, at: TwinInput) ->
     }
     let u = used(prev, cur, elapsed);
     // A debit takes what fits: the window holds no more than its limit.
-    let cost = if at.debit && u + cost > limit {
+    let cost = if at.mode.debit && u + cost > limit {
         (limit - u).max(0.0)
     } else {
         cost

@@ -75,19 +75,16 @@ pub(crate) enum State {
 }
 
 /// What one twin decides at: the time and the (clamped) cost, as Lua's
-/// numbers, whether it gives the cost back, whether it may write, and for
-/// a reservation its longest wait and where it is booked (the script's
-/// `wait` and `lead`).
+/// numbers, whether it gives the cost back, whether it may write, and the
+/// rest of what the mode says (a reservation's wait and lead, a debit, a
+/// block), read as numbers only where they matter.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TwinInput {
+pub(crate) struct TwinInput<'a> {
     pub(crate) now: f64,
     pub(crate) cost: f64,
     pub(crate) refund: bool,
     pub(crate) write: bool,
-    pub(crate) wait: Option<f64>,
-    pub(crate) lead: f64,
-    pub(crate) debit: bool,
-    pub(crate) blocked: Option<f64>,
+    pub(crate) mode: &'a TwinMode,
 }
 
 /// What a twin did to the state: nothing, or wrote it with a TTL in ms.
@@ -218,7 +215,9 @@ impl Spec {
     /// `cost` must already be clamped; `lease` names the lease a
     /// concurrency limit acquires or releases (ignored by the others);
     /// `key` is the user key (a jittered window's offset). Writes the new
-    /// state only if `mode.write`. The windows and the sliding log decide
+    /// state only if `write`; `mode` says the rest of the store's mode
+    /// ([`TwinMode::PLAIN`] for a check, a peek or a refund). The windows
+    /// and the sliding log decide
     /// a reservation as a check (they book nothing ahead), and charge a
     /// debit up to their limit (GCRA and the buckets go into debt).
     // `#[inline(always)]`, and the schedule with it: a call of its own was
@@ -234,18 +233,16 @@ impl Spec {
         state: &mut Option<State>,
         now: u64,
         cost: u64,
-        mode: TwinMode,
+        (refund, write): (bool, bool),
+        mode: &TwinMode,
         (lease, key): (&str, &str),
     ) -> (Reply, Write) {
         let at = TwinInput {
             now: float(now),
             cost: float(cost),
-            refund: mode.refund,
-            write: mode.write,
-            wait: mode.wait.map(float),
-            lead: float(mode.lead),
-            debit: mode.debit,
-            blocked: mode.blocked.map(float),
+            refund,
+            write,
+            mode,
         };
         // A jittered window is the aligned one on a clock `offset` behind:
         // its windows start at `k × window + offset`, and every duration
@@ -301,13 +298,9 @@ impl Spec {
                 let queue = matches!(self, Spec::LeakyBucket { .. });
                 gcra::virtual_schedule((units, interval_ms), state, at, queue)
             }
-            Spec::Concurrency { max, lease_ms } => concurrency::decide(
-                (max, lease_ms),
-                state,
-                now,
-                (mode.refund, mode.write),
-                lease,
-            ),
+            Spec::Concurrency { max, lease_ms } => {
+                concurrency::decide((max, lease_ms), state, now, (refund, write), lease)
+            }
         }
     }
 }

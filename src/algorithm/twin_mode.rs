@@ -1,35 +1,30 @@
-//! What a twin is asked to do: the store's mode, as the twins read it.
+//! What a twin is asked to do beyond a check, a peek or a refund: the
+//! rest of the store's mode, as the twins read it.
 
-/// What a twin is asked to do, as the store's mode says it: give the cost
-/// back (`refund`), write the state (`write`), for a reservation how far
-/// ahead it may book (`wait`, ms) and, for a reservation of several limits
-/// decided again, how far ahead it is booked (`lead`, ms); or charge the
-/// cost whether it fits or not (`debit`).
+/// The rest of the store's mode: for a reservation how far ahead it may
+/// book (`wait`, ms) and, for a reservation of several limits decided
+/// again, how far ahead it is booked (`lead`, ms); a charge whether it
+/// fits or not (`debit`); a block of `blocked` ms (GCRA and the buckets;
+/// sent with cost 0, which leaves the others as they are).
+///
+/// A twin reads it through a reference, and a check, a peek or a refund
+/// pass [`PLAIN`](Self::PLAIN): building and copying it for every decision
+/// cost ~40 instructions a GCRA decision on the memory store (callgrind,
+/// `benches/outside`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TwinMode {
-    pub(crate) refund: bool,
-    pub(crate) write: bool,
     pub(crate) wait: Option<u64>,
     pub(crate) lead: u64,
     pub(crate) debit: bool,
-    /// A block of this many ms (GCRA and the buckets; sent with cost 0,
-    /// which leaves the others as they are).
     pub(crate) blocked: Option<u64>,
 }
 
 impl TwinMode {
-    /// A check: charge if admitted.
-    pub(crate) const CHECK: Self = Self {
-        refund: false,
-        write: true,
+    /// Nothing beyond a check, a peek or a refund.
+    pub(crate) const PLAIN: Self = Self {
         wait: None,
         lead: 0,
         debit: false,
         blocked: None,
-    };
-    /// A peek: decide, write nothing.
-    pub(crate) const PEEK: Self = Self {
-        write: false,
-        ..Self::CHECK
     };
 }

@@ -140,7 +140,14 @@ mod tests {
     fn driven(spec: &Spec, n: usize, now: u64) -> State {
         let mut state = None;
         for _ in 0..n {
-            spec.decide(&mut state, now, 1, TwinMode::CHECK, ("lease", KEY));
+            spec.decide(
+                &mut state,
+                now,
+                1,
+                (false, true),
+                &TwinMode::PLAIN,
+                ("lease", KEY),
+            );
         }
         state.expect("a written state")
     }
@@ -206,7 +213,14 @@ mod tests {
                 assert_eq!(u.full, n == 5, "{spec:?} after {n}: {u:?}");
                 // The twin agrees that a full key denies one more.
                 let mut s = Some(state);
-                let (reply, _) = spec.decide(&mut s, T, 1, TwinMode::PEEK, ("other", KEY));
+                let (reply, _) = spec.decide(
+                    &mut s,
+                    T,
+                    1,
+                    (false, false),
+                    &TwinMode::PLAIN,
+                    ("other", KEY),
+                );
                 assert_eq!(reply.allowed(), !u.full, "{spec:?} after {n}");
             }
         }

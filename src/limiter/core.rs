@@ -172,7 +172,8 @@ impl Core {
         let batch = Batch {
             targets: &ask.plan.targets,
             key: ask.key,
-            keys: ask.keys,
+            // Written when empty (every call of one key), as `lease` below.
+            keys: if ask.keys.is_empty() { &[] } else { ask.keys },
             now: self.now(),
             mode: ask.mode,
             cost: cost + ask.slice,

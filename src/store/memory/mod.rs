@@ -263,7 +263,12 @@ impl Backend for Sharded {
             let slot = self.slot(target.ns.id, &user, hashed);
             let (reply, _) = {
                 let mut shard = lock(&self.shards[self.shard(&slot)]);
-                shard.run(&self.hasher, &slot, step(0, true, 0), max)
+                // One target: its key is the batch's.
+                let call = ShardCall {
+                    key: batch.key,
+                    ..step(0, true, 0)
+                };
+                shard.run(&self.hasher, &slot, call, max)
             };
             // Moved into the answer only after the unlock, which waits for
             // the twin's writes to reach the cache anyway. Moved before it,
@@ -319,7 +324,7 @@ impl Backend for Sharded {
         // A limit in shadow mode denies nothing (`lua/main.lua`).
         let admits = |(r, t): (&Reply, &Target)| r.allowed() || t.shadow;
         let all = |d: &[Reply]| d.iter().zip(batch.targets).all(admits);
-        if !batch.mode.twin().write || !all(&decided) {
+        if !batch.mode.twin().1 || !all(&decided) {
             return Answer::PerTarget(decided);
         }
         // A reservation waits for the longest of its limits (whole ms, as

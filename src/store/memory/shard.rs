@@ -3,7 +3,7 @@
 //! least (`evict.rs`).
 
 use super::evict::Evictor;
-use crate::algorithm::{Reply, Spec, State, Write};
+use crate::algorithm::{Reply, Spec, State, TwinMode, Write};
 use crate::store::Batch;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -153,23 +153,29 @@ impl Shard {
             lead,
             key,
         } = step;
-        let mut twin = batch.mode.twin();
-        twin.write &= write;
-        twin.lead = lead;
+        let (refund, may_write, plain) = batch.mode.twin();
+        let twin = (refund, may_write && write);
+        let extras;
+        let mode = if plain {
+            &TwinMode::PLAIN
+        } else {
+            extras = batch.mode.extras(lead);
+            &extras
+        };
         let (cost, lease) = (batch.cost, batch.lease);
         if let Some(entry) = self.get_mut(slot) {
             entry.touched = now;
             if entry.expires_at <= now {
                 entry.state = None;
             }
-            let decided = spec.decide(&mut entry.state, now, cost, twin, (lease, key));
+            let decided = spec.decide(&mut entry.state, now, cost, twin, mode, (lease, key));
             if let Some(ttl) = decided.1 {
                 entry.expires_at = now.saturating_add(ttl);
             }
             return decided;
         }
         let mut state = None;
-        let decided = spec.decide(&mut state, now, cost, twin, (lease, key));
+        let decided = spec.decide(&mut state, now, cost, twin, mode, (lease, key));
         if let (Some(ttl), Some(_)) = (decided.1, &state) {
             let expires_at = now.saturating_add(ttl);
             let entry = Entry {
