@@ -225,6 +225,37 @@
 //! one address, user 7 from another), e.g. to limit each device of an
 //! account separately.
 //!
+//! # Several keys, one decision
+//!
+//! When the keys are known at the same point (a user and everyone, an API
+//! key and its organisation), put both limits in one limiter and give each
+//! its own key: [`RateLimitLayer::key_for`] (or
+//! [`Limiter::check_keys`](crate::Limiter::check_keys) without a layer).
+//! They are then decided **in one store call, all or nothing**: a request
+//! the global limit refuses charges nothing to the user's, the 429 shows
+//! the numbers of both, and a stalled Redis costs one timeout, not one per
+//! layer. Stack layers instead when a key only exists later in the stack
+//! (after authentication, as above).
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use axum::{routing::get, Router};
+//! use floodgate::algorithm::{Gcra, Limits};
+//! use floodgate::{key::Header, layer::RateLimitLayer, store::MemoryStore, Limiter};
+//! use std::time::Duration;
+//!
+//! // 10 a second per API key, 500 a second for everyone together.
+//! let limits = Limits::new("per-key", Gcra::new(10, Duration::from_secs(1)))
+//!     .try_with("everyone", Gcra::new(500, Duration::from_secs(1)))?;
+//! let limiter = Limiter::new(MemoryStore::new(), limits);
+//! let app: Router = Router::new().route("/", get(|| async { "ok" })).layer(
+//!     RateLimitLayer::new(limiter, Header::try_new("x-api-key")?)
+//!         // "per-key" takes the layer's key; "everyone" one key for all.
+//!         .key_for("everyone", |_| "all".to_owned())?,
+//! );
+//! # Ok(()) }
+//! ```
+//!
 //! # Everyone together: `Global`
 //!
 //! Per-client limits alone do not bound the total: a million well-behaved
@@ -242,3 +273,4 @@
 //! [`Global`]: crate::key::Global
 //! [`from_fn`]: crate::key::from_fn
 //! [`RateLimitLayer::refund_inner_denials`]: crate::layer::RateLimitLayer::refund_inner_denials
+//! [`RateLimitLayer::key_for`]: crate::layer::RateLimitLayer::key_for

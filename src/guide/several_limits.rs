@@ -51,9 +51,13 @@
 //! [`MAX_LIMITS`](crate::algorithm::MAX_LIMITS) (16) limits, of any
 //! algorithms, each named with 1 to 32 characters of `A-Z a-z 0-9 _ - .`.
 //!
-//! Limits on *different* keys (per IP and per user, per user and global) are
-//! stacked layers instead, and not atomic: see
-//! [`choosing_a_key`](super::choosing_a_key#several-keys-per-request-stacked-layers).
+//! Limits on *different* keys (per user and global, per API key and per
+//! organisation) are one decision too when each limit is given its own key
+//! ([`RateLimitLayer::key_for`](crate::layer::RateLimitLayer::key_for),
+//! [`Limiter::check_keys`](crate::Limiter::check_keys)); layers stacked
+//! around other middleware (a per-IP limit before authentication, a
+//! per-user one after) are not atomic: see
+//! [`choosing_a_key`](super::choosing_a_key#several-keys-one-decision).
 //!
 //! # Tiers: limits per request
 //!
