@@ -378,3 +378,35 @@ fn several_keys_in_one_decision_on_the_cluster_equal_the_twin() {
 fn twins_window() -> impl Strategy<Value = u64> {
     prop_oneof![Just(1000u64), 50..5000u64]
 }
+
+/// The case that found the rounding: a check refused by one slot used to
+/// charge the others and give it back, which left a GCRA backlog a
+/// rounding away from untouched (a reset 1 ms off the twin's, later).
+#[test]
+fn a_check_refused_by_one_slot_leaves_the_others_untouched_to_the_bit() {
+    let cluster = RedisCluster::shared();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let window = Duration::from_millis(1603);
+    let limits = Limits::new("p0", Gcra::new(5, window))
+        .try_with("p1", FixedWindow::new(4, window))
+        .unwrap()
+        .try_with("p2", SlidingLog::new(6, window))
+        .unwrap();
+    let op = |keys: [u8; 3], step_ms, cost| twins::KeysOp {
+        keys: keys.to_vec(),
+        step_ms,
+        cost,
+    };
+    let ops = vec![
+        op([5, 2, 7], 0, 1),
+        op([5, 5, 3], 33, 2),
+        op([2, 6, 5], 6, 2),
+        op([3, 6, 6], 2, 1),
+        op([5, 6, 5], 1, 2),
+        op([5, 7, 2], 686, 2),
+    ];
+    twins::keys_case(&rt, store(&cluster), (limits, ops)).unwrap();
+}

@@ -1,11 +1,14 @@
 //! A call of several keys on a Redis Cluster whose keys hash to different
 //! slots: a script's keys must share a slot, so each slot's keys are
-//! decided by a call of their own, and a check that any of them denies
-//! gives back what the others charged. No key keeps a charge for a
-//! refused request.
+//! decided by calls of their own. A check tries every slot first, writing
+//! nothing, and charges them only if all admit; when another request took
+//! the room in between and a slot refuses then, the others give back what
+//! they charged. No key keeps a charge for a refused request.
 //!
-//! Not atomic across slots: between the charge and the refund, another
-//! request may see the charge (and be denied by it). A reservation is
+//! Not atomic across slots: between the try and the charge another
+//! request may take the room, and between a charge and its refund another
+//! request may see it (and be denied by it). A check of several slots is
+//! two calls a slot when it admits. A reservation is
 //! decided as a check here (booking every slot at the same time would
 //! take a second round).
 
@@ -94,34 +97,53 @@ pub(super) fn decide<T: Transport>(
             }
         };
         // Every slot at once, then each answer in turn.
-        let started: Vec<_> = parts.iter().map(|p| call(p, mode)).collect();
-        let mut answers = Vec::with_capacity(parts.len());
-        for handle in started {
-            answers.push(joined(handle.await)?);
-        }
-        // A check some part denied: the parts that charged give it back.
-        // Their replies stay what they said (what the limit would leave
-        // had the request been admitted), as one call on one server says
-        // them: the same numbers on every store.
-        if mode == Mode::Check {
-            let denied = parts.iter().zip(&answers).any(|(p, replies)| {
+        let each = |mode: Mode| {
+            let started: Vec<_> = parts.iter().map(|p| call(p, mode)).collect();
+            async move {
+                let mut answers = Vec::with_capacity(started.len());
+                for handle in started {
+                    answers.push(joined(handle.await)?);
+                }
+                Ok::<_, StoreError>(answers)
+            }
+        };
+        let denied = |answers: &[Replies]| {
+            parts.iter().zip(answers).any(|(p, replies)| {
                 replies
                     .iter()
                     .zip(&p.targets)
                     .any(|(r, t)| !r.allowed() && !t.shadow)
-            });
-            if denied {
-                for (part, replies) in parts.iter().zip(&answers) {
-                    let charged = replies
-                        .iter()
-                        .zip(&part.targets)
-                        .all(|(r, t)| r.allowed() || t.shadow);
-                    if charged && cost > 0 {
-                        joined(call(part, Mode::Refund).await)?;
+            })
+        };
+        let answers = if mode == Mode::Check && cost > 0 {
+            // A check: every slot tried first, writing nothing, so that a
+            // request one slot refuses charges none (a charge given back
+            // would leave the state a rounding away from untouched).
+            let tried = each(Mode::Peek).await?;
+            if denied(&tried) {
+                tried
+            } else {
+                let answers = each(Mode::Check).await?;
+                // Another request took the room in between: the slots that
+                // charged give it back. Their replies stay what they said
+                // (what the limit would leave had the request been
+                // admitted), as one call on one server says them.
+                if denied(&answers) {
+                    for (part, replies) in parts.iter().zip(&answers) {
+                        let charged = replies
+                            .iter()
+                            .zip(&part.targets)
+                            .all(|(r, t)| r.allowed() || t.shadow);
+                        if charged {
+                            joined(call(part, Mode::Refund).await)?;
+                        }
                     }
                 }
+                answers
             }
-        }
+        } else {
+            each(mode).await?
+        };
         let mut out = Replies::from_elem(crate::algorithm::Reply::default(), n);
         for (part, replies) in parts.iter().zip(answers) {
             for (at, r) in part.at.iter().zip(replies) {
