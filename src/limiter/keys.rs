@@ -18,10 +18,12 @@ impl<A: Algorithm> Limiter<A> {
     /// One store call on one server (one Redis, Sentinel, the memory
     /// store): atomic, and one timeout when the store stalls. On a Redis
     /// Cluster, keys on different hash slots (a key's slot is its own:
-    /// floodgate puts each user key in a hash tag) are decided by one call
-    /// per slot, and a denial gives back what the other slots charged, so
-    /// no key keeps a charge for a refused request (between the charge
-    /// and the refund another request may see it).
+    /// floodgate puts each user key in a hash tag) are first tried by one
+    /// call per slot, writing nothing, and charged by a second only if
+    /// every slot admits; a slot another request filled in between gives
+    /// back what the others charged. No key keeps a charge for a refused
+    /// request (not atomic across slots: for a moment another request may
+    /// see a charge that is given back).
     ///
     /// The exemptions look at every key: a key on the deny list refuses
     /// the request, one on the allow list exempts it. Neither the deny
