@@ -12,7 +12,7 @@ use crate::{Decision, Error};
 /// most this many: a debt of up to 64 times the limit is kept, the rest of
 /// a larger one is dropped (a cost that large is a bug or an attack: it
 /// would lock the key out for 64 times the limit's period anyway).
-const MAX_PARTS: u64 = 64;
+pub(crate) const MAX_PARTS: u64 = 64;
 
 impl<A: Algorithm> Limiter<A> {
     /// Charge `cost` to `key` whether it fits or not: a cost known only
@@ -54,13 +54,14 @@ impl<A: Algorithm> Limiter<A> {
     pub async fn debit(&self, key: &str, cost: u64) -> Result<Decision, Error> {
         let part = self.version().plan.cost_cap.saturating_sub(1).max(1);
         let mut left = cost.min(part.saturating_mul(MAX_PARTS));
-        let mut last = self.overall(None, key, left.min(part), Mode::Debit).await?;
-        left -= left.min(part);
-        while left > 0 {
-            last = self.overall(None, key, left.min(part), Mode::Debit).await?;
-            left -= left.min(part);
+        loop {
+            let now = left.min(part);
+            let decision = self.overall(None, key, now, Mode::Debit).await?;
+            left -= now;
+            if left == 0 {
+                return Ok(decision);
+            }
         }
-        Ok(last)
     }
 
     /// Settle a cost charged as an `estimate` (by [`check`](Self::check),

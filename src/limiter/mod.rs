@@ -24,6 +24,7 @@ pub use self::at_most::Grant;
 pub use self::builder::LimiterBuilder;
 pub(crate) use self::builder::Settings;
 pub(crate) use self::core::{Ask, Core};
+pub(crate) use self::debt::MAX_PARTS as MAX_DEBIT_PARTS;
 pub use self::exemptions::Exemptions;
 pub use self::hot_keys::HotKeys;
 pub(crate) use self::layer_call::LayerCall;

@@ -9,7 +9,7 @@ use crate::layer::next::{Next, RateTicket};
 use crate::layer::responder::Responder;
 use crate::layer::settle::{ResponseHead, Settlement, Terms};
 use crate::layer::waiting::{grpc_timeout, Seat};
-use crate::limiter::{LayerCall, Outcome, Pending};
+use crate::limiter::{LayerCall, Outcome, Pending, MAX_DEBIT_PARTS};
 use crate::{Error, Limiter};
 use http::{HeaderMap, Request, Response};
 use smallvec::SmallVec;
@@ -230,7 +230,7 @@ impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
         // Under the limiter's own limits as they are now; at once on a
         // store that never waits, else in the background. A charge larger
         // than the largest limit goes in parts of it (a larger cost would
-        // be clamped), at most 64: as `Limiter::debit`.
+        // be clamped), at most `MAX_DEBIT_PARTS`: as `Limiter::debit`.
         let version = self.limiter.version();
         let (plan, key) = (settlement.plan.as_deref(), &*settlement.key);
         let keys: SmallVec<[&str; 4]> = settlement
@@ -243,7 +243,7 @@ impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
             .cost_cap
             .saturating_sub(1)
             .max(1);
-        let mut left = cost.min(part.saturating_mul(64));
+        let mut left = cost.min(part.saturating_mul(MAX_DEBIT_PARTS));
         loop {
             self.limiter
                 .start_for_layer(plan, version, (key, &keys), left.min(part), call)
