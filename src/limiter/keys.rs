@@ -4,6 +4,7 @@
 
 use super::{plan::decisions, Ask, Limiter};
 use crate::algorithm::Algorithm;
+use crate::limiter::plan::Plan;
 use crate::store::Mode;
 use crate::{ConfigError, Decisions, Error};
 use smallvec::SmallVec;
@@ -57,8 +58,53 @@ impl<A: Algorithm> Limiter<A> {
     /// names a limit the limiter does not have; else as
     /// [`check`](Self::check).
     pub async fn check_keys(&self, keys: &[(&str, &str)], cost: u64) -> Result<Decisions, Error> {
-        let version = self.version();
-        let plan = &version.plan;
+        self.check_keys_under(&self.version().plan, keys, cost)
+            .await
+    }
+
+    /// Like [`check_keys`](Self::check_keys), with the limits of `limits`
+    /// instead of the limiter's own, for this call only (as
+    /// [`check_with`](Self::check_with) for one key): limits resolved per
+    /// request, each charged to a key of its own, all or nothing. The
+    /// rate limit service `floodgate-rls` decides an Envoy request's
+    /// descriptors this way. A key's state is shared by limits of the same
+    /// name and algorithm.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use floodgate::algorithm::{AnyAlgorithm, FixedWindow, Limits};
+    /// use floodgate::{store::MemoryStore, Limiter};
+    /// use std::time::Duration;
+    ///
+    /// let minute = Duration::from_secs(60);
+    /// let own = Limits::new("any", AnyAlgorithm::FixedWindow(FixedWindow::new(100, minute)));
+    /// let limiter = Limiter::new(MemoryStore::new(), own);
+    /// // This request's limits: its path's and its client's.
+    /// let limits = Limits::new("path", AnyAlgorithm::FixedWindow(FixedWindow::new(1, minute)))
+    ///     .try_with("client", AnyAlgorithm::FixedWindow(FixedWindow::new(5, minute)))?;
+    /// let keys = [("path", "/upload"), ("client", "10.0.0.1")];
+    /// assert!(limiter.check_keys_with(&keys, 1, &limits).await?.overall().allowed());
+    /// assert!(limiter.check_keys_with(&keys, 1, &limits).await?.overall().denied());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`check_keys`](Self::check_keys).
+    pub async fn check_keys_with(
+        &self,
+        keys: &[(&str, &str)],
+        cost: u64,
+        limits: &A,
+    ) -> Result<Decisions, Error> {
+        self.check_keys_under(&self.plan(limits), keys, cost).await
+    }
+
+    async fn check_keys_under(
+        &self,
+        plan: &Plan,
+        keys: &[(&str, &str)],
+        cost: u64,
+    ) -> Result<Decisions, Error> {
         let mut each: SmallVec<[&str; 4]> = SmallVec::with_capacity(plan.names.len());
         for name in &plan.names {
             let key = keys.iter().find(|(limit, _)| *limit == &**name);

@@ -1,0 +1,317 @@
+//! envoyproxy/ratelimit's configuration files, read as they are.
+//!
+//! One YAML file per domain:
+//!
+//! ```yaml
+//! domain: edge
+//! descriptors:
+//!   - key: remote_address          # every value: a counter per address
+//!     rate_limit: { unit: second, requests_per_unit: 50 }
+//!   - key: path
+//!     value: /upload               # this value only
+//!     rate_limit: { unit: minute, requests_per_unit: 20 }
+//!   - key: path
+//!     value: /static/*             # values starting with /static/
+//!     rate_limit: { unlimited: true }
+//!   - key: api_key
+//!     descriptors:                 # nested: api_key, then plan
+//!       - key: plan
+//!         value: free
+//!         rate_limit:
+//!           unit: minute
+//!           requests_per_unit: 60
+//!           algorithm: gcra        # floodgate's: any of the six
+//!           burst: 10
+//! ```
+//!
+//! Every field of envoyproxy/ratelimit's format is read (`domain`,
+//! `descriptors`, `key`, `value` with `*` wildcards, `rate_limit` with
+//! `unit` from `second` to `year`, `requests_per_unit`, `unlimited`, `name`,
+//! `replaces`; `shadow_mode`, `detailed_metric`, `value_to_metric`,
+//! `share_threshold`), with its checks and its messages. Two fields it has
+//! are refused with a message saying so: `quota_mode` and `metadata`.
+//! floodgate's additions, all optional: `algorithm` (`fixed_window`, the
+//! default, so a file behaves as it did; `sliding_window`, `sliding_log`,
+//! `gcra`, `token_bucket`, `leaky_bucket`) and `burst` (GCRA's burst, a
+//! bucket's capacity).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::rules::{Level, Rule, Rules, Unit, Wildcard};
+
+/// Why a configuration was refused: the file and the reason, as
+/// envoyproxy/ratelimit words it where it has the same check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFileError {
+    file: String,
+    reason: String,
+}
+
+impl ConfigFileError {
+    pub(crate) fn new(file: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            file: file.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The file (or directory) refused.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// What is wrong in it.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl fmt::Display for ConfigFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file, self.reason)
+    }
+}
+
+impl std::error::Error for ConfigFileError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileYaml {
+    #[serde(default)]
+    domain: String,
+    #[serde(default)]
+    descriptors: Vec<DescriptorYaml>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DescriptorYaml {
+    #[serde(default)]
+    key: String,
+    #[serde(default)]
+    value: String,
+    rate_limit: Option<RateLimitYaml>,
+    #[serde(default)]
+    descriptors: Vec<DescriptorYaml>,
+    #[serde(default)]
+    shadow_mode: bool,
+    #[serde(default)]
+    detailed_metric: bool,
+    #[serde(default)]
+    value_to_metric: bool,
+    #[serde(default)]
+    share_threshold: bool,
+    quota_mode: Option<bool>,
+    metadata: Option<serde_yaml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateLimitYaml {
+    #[serde(default)]
+    requests_per_unit: u32,
+    #[serde(default)]
+    unit: String,
+    #[serde(default)]
+    unlimited: bool,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    replaces: Vec<ReplacesYaml>,
+    /// floodgate's: the algorithm (fixed window when absent).
+    algorithm: Option<String>,
+    /// floodgate's: GCRA's burst, a bucket's capacity.
+    burst: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplacesYaml {
+    #[serde(default)]
+    name: String,
+}
+
+/// Read the configuration at `path`: one YAML file, or a directory whose
+/// `*.yaml` and `*.yml` files (not those in its subdirectories) are read
+/// in name order. Each file holds one domain; a domain in two files is
+/// refused.
+///
+/// # Errors
+/// A [`ConfigFileError`] naming the file and what is wrong.
+pub fn load(path: &Path) -> Result<Rules, ConfigFileError> {
+    let mut rules = Rules::default();
+    for file in files(path)? {
+        let name = file.display().to_string();
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| ConfigFileError::new(&name, e.to_string()))?;
+        add_file(&mut rules, &name, &text)?;
+    }
+    Ok(rules)
+}
+
+/// The files `load` reads at `path`.
+pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, ConfigFileError> {
+    let error = |e: std::io::Error| ConfigFileError::new(path.display().to_string(), e.to_string());
+    if !path.is_dir() {
+        std::fs::metadata(path).map_err(error)?;
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(error)? {
+        let file = entry.map_err(error)?.path();
+        let yaml = matches!(
+            file.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        );
+        if yaml && file.is_file() {
+            files.push(file);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Read one file's text into `rules` (`name` is what errors call it).
+///
+/// # Errors
+/// A [`ConfigFileError`] naming `name` and what is wrong.
+pub fn add_file(rules: &mut Rules, name: &str, text: &str) -> Result<(), ConfigFileError> {
+    let err = |reason: String| ConfigFileError::new(name, reason);
+    let file: FileYaml =
+        serde_yaml::from_str(text).map_err(|e| err(format!("config error, {e}")))?;
+    if file.domain.is_empty() {
+        return Err(err("config file cannot have empty domain".into()));
+    }
+    if rules.domains.contains_key(&file.domain) {
+        return Err(err(format!(
+            "duplicate domain '{}' in config file",
+            file.domain
+        )));
+    }
+    let mut root = Level::default();
+    let parent = format!("{}.", file.domain);
+    load_descriptors(&mut root, &parent, file.descriptors).map_err(err)?;
+    rules.domains.insert(file.domain, root);
+    Ok(())
+}
+
+fn load_descriptors(
+    node: &mut Level,
+    parent: &str,
+    descriptors: Vec<DescriptorYaml>,
+) -> Result<(), String> {
+    let mut children = HashMap::new();
+    for d in descriptors {
+        if d.key.is_empty() {
+            return Err("descriptor has empty key".into());
+        }
+        if d.quota_mode.is_some() {
+            return Err(format!(
+                "{parent}{}: quota_mode is not supported by floodgate-rls",
+                d.key
+            ));
+        }
+        if d.metadata.is_some() {
+            return Err(format!(
+                "{parent}{}: metadata is not supported by floodgate-rls",
+                d.key
+            ));
+        }
+        let final_key = if d.value.is_empty() {
+            d.key.clone()
+        } else {
+            format!("{}_{}", d.key, d.value)
+        };
+        let full_key = format!("{parent}{final_key}");
+        if children.contains_key(&final_key) {
+            return Err(format!("duplicate descriptor composite key '{full_key}'"));
+        }
+        let wildcard = final_key.contains('*');
+        if d.share_threshold && !wildcard {
+            return Err(format!(
+                "share_threshold can only be used with wildcard values (containing '*'), but found key '{final_key}'"
+            ));
+        }
+        let rule = match d.rate_limit {
+            Some(limit) => Some(Arc::new(rule(
+                limit,
+                &full_key,
+                d.shadow_mode,
+                d.detailed_metric,
+            )?)),
+            None => None,
+        };
+        if wildcard {
+            node.wildcards.push(Wildcard::new(&final_key));
+        }
+        let mut child = Level {
+            rule,
+            value_to_metric: d.value_to_metric,
+            share_pattern: (d.share_threshold).then(|| {
+                final_key
+                    .strip_prefix(&format!("{}_", d.key))
+                    .unwrap_or(&final_key)
+                    .to_owned()
+            }),
+            ..Level::default()
+        };
+        load_descriptors(&mut child, &format!("{full_key}."), d.descriptors)?;
+        children.insert(final_key, child);
+    }
+    node.children = children;
+    Ok(())
+}
+
+fn rule(
+    limit: RateLimitYaml,
+    full_key: &str,
+    shadow: bool,
+    detailed_metric: bool,
+) -> Result<Rule, String> {
+    let unit = Unit::parse(&limit.unit);
+    let quota = if limit.unlimited {
+        if unit.is_some() {
+            return Err("should not specify rate limit unit when unlimited".into());
+        }
+        None
+    } else {
+        let Some(unit) = unit else {
+            return Err(format!("invalid rate limit unit '{}'", limit.unit));
+        };
+        Some((limit.requests_per_unit, unit))
+    };
+    for r in &limit.replaces {
+        if r.name.is_empty() {
+            return Err("should not have an empty replaces entry".into());
+        }
+        if r.name == limit.name {
+            return Err("replaces should not contain name of same descriptor".into());
+        }
+    }
+    let algorithm = match quota {
+        Some((n, unit)) => {
+            crate::rules::algorithm(limit.algorithm.as_deref(), n, unit, limit.burst)
+                .map_err(|e| format!("{full_key}: {e}"))?
+        }
+        None if limit.algorithm.is_some() || limit.burst.is_some() => {
+            return Err(format!(
+                "{full_key}: an unlimited descriptor has no algorithm or burst"
+            ))
+        }
+        None => None,
+    };
+    Ok(Rule {
+        full_key: full_key.to_owned(),
+        name: limit.name,
+        replaces: limit.replaces.into_iter().map(|r| r.name).collect(),
+        quota,
+        algorithm,
+        shadow,
+        detailed_metric,
+    })
+}

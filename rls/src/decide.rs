@@ -1,0 +1,300 @@
+//! One `ShouldRateLimit` request: each descriptor's rule, then every
+//! limited descriptor decided in **one** `Limiter::check_keys_with` call,
+//! all or nothing: a request refused by one descriptor charges none of the
+//! others (envoyproxy/ratelimit charges every descriptor, those under their
+//! limit included, and counts hits over the limit too).
+//!
+//! Decided in several calls, so not all or nothing between them: a request
+//! with more than 16 limited descriptors ([`MAX_LIMITS`]), with two
+//! descriptors meeting the same rule with different values, or with
+//! different `hits_addend` on its descriptors.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use floodgate::algorithm::{AnyAlgorithm, Limits, MAX_LIMITS};
+use floodgate::{Decision, Limiter, Quota};
+
+use std::sync::Arc;
+
+use crate::rules::{Matched, Rule, Rules, Unit};
+
+/// What one descriptor is decided by.
+pub(crate) enum DescriptorLimit {
+    /// No rule: `OK`, no limit reported.
+    NoLimit,
+    /// `unlimited: true`: `OK`, remaining `u32::MAX`.
+    Unlimited,
+    /// A limit, and once decided its decision.
+    Limited(Box<Limited>),
+}
+
+pub(crate) struct Limited {
+    /// The limit's name in floodgate (a hash of the rule's full key).
+    pub(crate) limit: String,
+    /// The descriptor's entries, the key its counter is kept under.
+    pub(crate) key: String,
+    /// `None`: `requests_per_unit: 0`, every request over.
+    pub(crate) algorithm: Option<AnyAlgorithm>,
+    pub(crate) requests_per_unit: u32,
+    pub(crate) unit: Unit,
+    /// `rate_limit.name`, reported in `current_limit`.
+    pub(crate) name: String,
+    pub(crate) shadow: bool,
+    pub(crate) cost: u64,
+    /// The metrics' `key` label.
+    pub(crate) metric_key: String,
+    /// Once decided.
+    pub(crate) decision: Option<(Decision, Quota)>,
+    /// What the decision's `remaining` counts as charged though the
+    /// request was refused by another descriptor (its cost), else 0.
+    pub(crate) uncharged: u64,
+}
+
+impl Limited {
+    /// What remains of the limit after this request (0 when over).
+    pub(crate) fn remaining(&self) -> u64 {
+        match &self.decision {
+            Some((d, _)) if d.allowed() => d
+                .remaining()
+                .saturating_add(self.uncharged)
+                .min(u64::from(self.requests_per_unit)),
+            _ => 0,
+        }
+    }
+
+    /// Whether this descriptor refuses the request.
+    pub(crate) fn over(&self) -> bool {
+        match &self.decision {
+            Some((d, _)) => d.denied(),
+            None => self.algorithm.is_none(),
+        }
+    }
+
+    /// Time until the counter resets (the end of the unit, as
+    /// envoyproxy/ratelimit reports it when the limit is 0).
+    pub(crate) fn until_reset(&self) -> Duration {
+        match &self.decision {
+            Some((d, _)) => d.reset_after().max(d.retry_after().unwrap_or_default()),
+            None => {
+                let unit = self.unit.duration().as_millis().max(1);
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default();
+                let ms = unit - now.as_millis() % unit;
+                Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+            }
+        }
+    }
+}
+
+/// The slots of a request's descriptors, in order, `replaces` applied.
+pub(crate) fn slots(
+    rules: &Rules,
+    domain: &str,
+    descriptors: &[RateLimitDescriptor],
+    request_hits: u64,
+) -> Result<Vec<DescriptorLimit>, String> {
+    let mut replaced: Vec<String> = Vec::new();
+    let mut slots = Vec::with_capacity(descriptors.len());
+    let mut names = Vec::with_capacity(descriptors.len());
+    for d in descriptors {
+        if d.is_negative_hits {
+            return Err("is_negative_hits is not supported".into());
+        }
+        let cost = d.hits_addend.as_ref().map_or(request_hits, |h| h.value);
+        let (slot, rule) = slot(rules, domain, d, cost)?;
+        let name = match rule {
+            Some(rule) => {
+                replaced.extend(rule.replaces.iter().cloned());
+                rule.name.clone()
+            }
+            None => String::new(),
+        };
+        slots.push(slot);
+        names.push(name);
+    }
+    for (slot, name) in slots.iter_mut().zip(names) {
+        if !name.is_empty() && replaced.contains(&name) {
+            *slot = DescriptorLimit::NoLimit;
+        }
+    }
+    Ok(slots)
+}
+
+/// One descriptor's slot, and its rule (for `replaces`).
+fn slot(
+    rules: &Rules,
+    domain: &str,
+    d: &RateLimitDescriptor,
+    cost: u64,
+) -> Result<(DescriptorLimit, Option<Arc<Rule>>), String> {
+    if let Some(limit) = &d.limit {
+        // A per-request override: a fixed window of its own, never shadowed.
+        let unit = Unit::from_proto(limit.unit)
+            .ok_or_else(|| format!("invalid unit {} in a limit override", limit.unit))?;
+        let algorithm = crate::rules::algorithm(None, limit.requests_per_unit, unit, None)?;
+        let limited = Limited {
+            limit: limit_name('o', &format!("{domain}\u{1f}{}", unit.proto())),
+            key: entries_key(d, &[]),
+            algorithm,
+            requests_per_unit: limit.requests_per_unit,
+            unit,
+            name: String::new(),
+            shadow: false,
+            cost,
+            metric_key: format!("{domain}.override"),
+            decision: None,
+            uncharged: 0,
+        };
+        return Ok((DescriptorLimit::Limited(Box::new(limited)), None));
+    }
+    let Some(Matched {
+        rule,
+        shared,
+        metric_key,
+    }) = rules.rule_of(domain, d)
+    else {
+        return Ok((DescriptorLimit::NoLimit, None));
+    };
+    let Some((requests_per_unit, unit)) = rule.quota else {
+        return Ok((DescriptorLimit::Unlimited, Some(rule)));
+    };
+    let limited = Limited {
+        limit: limit_name('d', &rule.full_key),
+        key: entries_key(d, &shared),
+        algorithm: rule.algorithm,
+        requests_per_unit,
+        unit,
+        name: rule.name.clone(),
+        shadow: rule.shadow,
+        cost,
+        metric_key: if rule.detailed_metric {
+            detailed_key(domain, d)
+        } else {
+            metric_key
+        },
+        decision: None,
+        uncharged: 0,
+    };
+    Ok((DescriptorLimit::Limited(Box::new(limited)), Some(rule)))
+}
+
+/// Decide every limited slot: one call for all of them when they fit in
+/// one (see the module's docs).
+pub(crate) async fn decide(
+    limiter: &Limiter<Limits>,
+    slots: &mut [DescriptorLimit],
+) -> Result<(), floodgate::Error> {
+    let mut limited: Vec<&mut Limited> = slots
+        .iter_mut()
+        .filter_map(|s| match s {
+            DescriptorLimit::Limited(l) => Some(&mut **l),
+            _ => None,
+        })
+        .collect();
+    // A descriptor at 0 refuses the request: the others are only looked at.
+    let refused = limited.iter().any(|l| l.algorithm.is_none() && !l.shadow);
+    let mut groups: Vec<Vec<&mut Limited>> = Vec::new();
+    for l in limited.drain(..).filter(|l| l.algorithm.is_some()) {
+        let fits = |g: &Vec<&mut Limited>| {
+            g.len() < MAX_LIMITS && g[0].cost == l.cost && g.iter().all(|o| o.limit != l.limit)
+        };
+        match groups.iter_mut().find(|g| fits(g)) {
+            Some(g) => g.push(l),
+            None => groups.push(vec![l]),
+        }
+    }
+    for group in groups {
+        let mut limits: Option<Limits> = None;
+        for l in &group {
+            let Some(algorithm) = l.algorithm else {
+                continue;
+            };
+            limits = Some(
+                match limits {
+                    None => Limits::try_new(&l.limit, algorithm),
+                    Some(all) => all.try_with(&l.limit, algorithm),
+                }
+                .map_err(floodgate::Error::Unsupported)?,
+            );
+            if l.shadow {
+                limits = limits
+                    .map(|all| all.shadow(&l.limit))
+                    .transpose()
+                    .map_err(floodgate::Error::Unsupported)?;
+            }
+        }
+        let Some(limits) = limits else { continue };
+        let keys: Vec<(&str, &str)> = group
+            .iter()
+            .map(|l| (l.limit.as_str(), l.key.as_str()))
+            .collect();
+        let cost = if refused { 0 } else { group[0].cost };
+        let decided = limiter.check_keys_with(&keys, cost, &limits).await?;
+        let charged = decided.overall().allowed();
+        for (l, each) in group.into_iter().zip(decided.each()) {
+            l.decision = Some((*each.decision(), each.quota()));
+            // A refused request charged nothing: a limit that would have
+            // admitted it still has what it had.
+            l.uncharged = if charged { 0 } else { cost };
+        }
+    }
+    Ok(())
+}
+
+/// A limit's name in floodgate: `prefix` and 16 hex digits of a stable
+/// hash (FNV-1a) of `what`. Names are at most 32 characters of a small
+/// alphabet; the rule's full key is neither. Stable across processes and
+/// versions, so every instance shares a rule's counters.
+fn limit_name(prefix: char, what: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in what.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{prefix}{hash:016x}")
+}
+
+/// The key a descriptor's counter is kept under: its entries,
+/// `key=value` joined by `|` (`%`, `=` and `|` escaped), a shared
+/// wildcard's pattern in place of the value where `share_threshold` says.
+fn entries_key(d: &RateLimitDescriptor, shared: &[(usize, String)]) -> String {
+    let mut key = String::new();
+    for (i, entry) in d.entries.iter().enumerate() {
+        if i > 0 {
+            key.push('|');
+        }
+        escape(&mut key, &entry.key);
+        key.push('=');
+        let value = shared
+            .iter()
+            .find(|(at, _)| *at == i)
+            .map_or(entry.value.as_str(), |(_, pattern)| pattern.as_str());
+        escape(&mut key, value);
+    }
+    key
+}
+
+fn escape(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '=' => out.push_str("%3D"),
+            '|' => out.push_str("%7C"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// `detailed_metric`'s key: the domain and every entry with its value.
+fn detailed_key(domain: &str, d: &RateLimitDescriptor) -> String {
+    let mut key = domain.to_owned();
+    for entry in &d.entries {
+        key.push('.');
+        key.push_str(&entry.key);
+        key.push('_');
+        key.push_str(&entry.value);
+    }
+    key
+}

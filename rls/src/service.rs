@@ -1,0 +1,220 @@
+//! `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
+    Code, DescriptorStatus, RateLimit,
+};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
+use floodgate::algorithm::Limits;
+use floodgate::headers::{write_headers, HeaderStyle, LimitReport};
+use floodgate::Limiter;
+use tonic::{Request, Response, Status};
+
+use crate::decide::{decide, slots, DescriptorLimit};
+use crate::rules::Rules;
+
+/// The most descriptors one request may carry; more is `INVALID_ARGUMENT`
+/// (Envoy sends a handful: one per rate-limit action of the route).
+pub const MAX_DESCRIPTORS: usize = 1_024;
+
+/// The rate limit service: the limiter that decides, the rules in force
+/// (swapped whole on a reload) and the header fields to send.
+#[derive(Clone)]
+pub struct RateLimitService {
+    limiter: Limiter<Limits>,
+    rules: Arc<ArcSwap<Rules>>,
+    headers: HeaderStyle,
+}
+
+impl RateLimitService {
+    /// A service deciding with `limiter` under `rules`; the rules can be
+    /// replaced while it serves ([`rules`](Self::rules)).
+    pub fn new(limiter: Limiter<Limits>, rules: Rules) -> Self {
+        Self {
+            limiter,
+            rules: Arc::new(ArcSwap::from_pointee(rules)),
+            headers: HeaderStyle::None,
+        }
+    }
+
+    /// Which rate-limit header fields Envoy is asked to add to its
+    /// responses, those it lets through and its 429s alike: none (the
+    /// default, as envoyproxy/ratelimit), the IETF `RateLimit` and
+    /// `RateLimit-Policy`, or `X-RateLimit-Limit`, `-Remaining`, `-Reset`.
+    /// They describe the descriptor closest to its limit.
+    #[must_use]
+    pub fn headers(mut self, style: HeaderStyle) -> Self {
+        self.headers = style;
+        self
+    }
+
+    /// The rules in force, to swap new ones in (`rules().store(...)`).
+    pub fn rules(&self) -> &Arc<ArcSwap<Rules>> {
+        &self.rules
+    }
+
+    /// The tonic service to add to a server.
+    pub fn into_server(self) -> rate_limit_service_server::RateLimitServiceServer<Self> {
+        rate_limit_service_server::RateLimitServiceServer::new(self)
+    }
+
+    /// Answer one request (what `ShouldRateLimit` does, without gRPC).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for an empty domain, no descriptors, more than
+    /// [`MAX_DESCRIPTORS`], a descriptor without entries or with a limit
+    /// override in an unknown unit; `UNAVAILABLE` when the store fails and
+    /// the failure policy returns the error (so Envoy applies its
+    /// `failure_mode_deny`).
+    pub async fn decide(&self, req: &RateLimitRequest) -> Result<RateLimitResponse, Status> {
+        if req.domain.is_empty() {
+            return Err(Status::invalid_argument(
+                "rate limit domain must not be empty",
+            ));
+        }
+        if req.descriptors.is_empty() {
+            return Err(Status::invalid_argument(
+                "rate limit descriptor list must not be empty",
+            ));
+        }
+        if req.descriptors.len() > MAX_DESCRIPTORS {
+            return Err(Status::invalid_argument(format!(
+                "{} descriptors: at most {MAX_DESCRIPTORS}",
+                req.descriptors.len()
+            )));
+        }
+        if req.descriptors.iter().any(|d| d.entries.is_empty()) {
+            return Err(Status::invalid_argument("a descriptor has no entries"));
+        }
+        let hits = u64::from(req.hits_addend.max(1));
+        let rules = self.rules.load();
+        let mut slots =
+            slots(&rules, &req.domain, &req.descriptors, hits).map_err(Status::invalid_argument)?;
+        drop(rules);
+        decide(&self.limiter, &mut slots)
+            .await
+            .map_err(|e| match e {
+                floodgate::Error::Store(e) => Status::unavailable(format!("rate limit store: {e}")),
+                other => Status::internal(other.to_string()),
+            })?;
+        crate::metrics::count(&req.domain, &slots);
+        Ok(self.response(&slots))
+    }
+
+    fn response(&self, slots: &[DescriptorLimit]) -> RateLimitResponse {
+        let statuses: Vec<DescriptorStatus> = slots.iter().map(status).collect();
+        let over = slots
+            .iter()
+            .any(|s| matches!(s, DescriptorLimit::Limited(l) if l.over() && !l.shadow));
+        let code = if over { Code::OverLimit } else { Code::Ok };
+        RateLimitResponse {
+            overall_code: code as i32,
+            statuses,
+            response_headers_to_add: self.header_fields(slots),
+            ..RateLimitResponse::default()
+        }
+    }
+
+    fn header_fields(&self, slots: &[DescriptorLimit]) -> Vec<HeaderValue> {
+        if self.headers == HeaderStyle::None {
+            return Vec::new();
+        }
+        let names: Vec<String> = slots
+            .iter()
+            .filter_map(|s| match s {
+                DescriptorLimit::Limited(l) if l.decision.is_some() => {
+                    Some(report_name(&l.name, &l.metric_key))
+                }
+                _ => None,
+            })
+            .collect();
+        let reports: Vec<LimitReport<'_>> = slots
+            .iter()
+            .filter_map(|s| match s {
+                DescriptorLimit::Limited(l) => l.decision.as_ref(),
+                _ => None,
+            })
+            .zip(&names)
+            .map(|((decision, quota), name)| LimitReport::new(name, *quota, decision))
+            .collect();
+        let mut map = http::HeaderMap::new();
+        write_headers(self.headers, &reports, &mut map);
+        map.iter()
+            .filter_map(|(k, v)| {
+                Some(HeaderValue {
+                    key: k.as_str().to_owned(),
+                    value: v.to_str().ok()?.to_owned(),
+                    ..HeaderValue::default()
+                })
+            })
+            .collect()
+    }
+}
+
+/// The name a header field gives a limit: `rate_limit.name`, else the
+/// descriptor's metric key.
+fn report_name(name: &str, metric_key: &str) -> String {
+    if name.is_empty() {
+        metric_key.to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+fn status(slot: &DescriptorLimit) -> DescriptorStatus {
+    match slot {
+        DescriptorLimit::NoLimit => DescriptorStatus {
+            code: Code::Ok as i32,
+            ..DescriptorStatus::default()
+        },
+        DescriptorLimit::Unlimited => DescriptorStatus {
+            code: Code::Ok as i32,
+            limit_remaining: u32::MAX,
+            ..DescriptorStatus::default()
+        },
+        DescriptorLimit::Limited(l) => {
+            // A shadow limit over its limit is reported `OK`, as
+            // envoyproxy/ratelimit does: it must not refuse.
+            let code = if l.over() && !l.shadow {
+                Code::OverLimit
+            } else {
+                Code::Ok
+            };
+            let remaining = l.remaining();
+            DescriptorStatus {
+                code: code as i32,
+                current_limit: Some(RateLimit {
+                    name: l.name.clone(),
+                    requests_per_unit: l.requests_per_unit,
+                    unit: l.unit.proto(),
+                }),
+                limit_remaining: u32::try_from(remaining).unwrap_or(u32::MAX),
+                duration_until_reset: Some(proto_duration(l.until_reset())),
+                ..DescriptorStatus::default()
+            }
+        }
+    }
+}
+
+fn proto_duration(d: Duration) -> ProtoDuration {
+    ProtoDuration {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+#[tonic::async_trait]
+impl rate_limit_service_server::RateLimitService for RateLimitService {
+    async fn should_rate_limit(
+        &self,
+        request: Request<RateLimitRequest>,
+    ) -> Result<Response<RateLimitResponse>, Status> {
+        self.decide(request.get_ref()).await.map(Response::new)
+    }
+}

@@ -1,0 +1,123 @@
+//! A floodgate-rls served in the test's process on a free loopback port,
+//! its configuration in a temporary directory, and a tonic client to it.
+
+#![allow(dead_code)] // Each test file uses its own part.
+
+use std::path::PathBuf;
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use floodgate_rls::{Headers, LogFormat, OnStoreFailure, Options};
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+
+pub const OK: i32 = 1;
+pub const OVER_LIMIT: i32 = 2;
+
+pub struct Rls {
+    pub client: RateLimitServiceClient<Channel>,
+    pub addr: std::net::SocketAddr,
+    pub dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    pub served: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Rls {
+    /// The configuration file's path.
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("config.yaml")
+    }
+
+    /// Ask, expecting an answer.
+    pub async fn ask(&mut self, req: RateLimitRequest) -> RateLimitResponse {
+        self.client
+            .should_rate_limit(req)
+            .await
+            .expect("ShouldRateLimit answered")
+            .into_inner()
+    }
+
+    /// Stop serving (graceful) and wait for the server to return.
+    pub async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(served) = self.served.take() {
+            served.await.expect("the server task ended");
+        }
+    }
+}
+
+pub fn options(config: PathBuf) -> Options {
+    Options {
+        config,
+        grpc_addr: "127.0.0.1:0".parse().unwrap(),
+        metrics_addr: "off".into(),
+        redis_url: None,
+        redis_cluster: false,
+        store_timeout_ms: 100,
+        on_store_failure: OnStoreFailure::Error,
+        headers: Headers::None,
+        reload_ms: 100,
+        log_format: LogFormat::Text,
+    }
+}
+
+/// Serve `yaml` with the options `tune` sets.
+pub async fn start_with(yaml: &str, tune: impl FnOnce(&mut Options)) -> Rls {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let mut options = options(path);
+    tune(&mut options);
+    let service = floodgate_rls::service(&options).expect("the configuration loads");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        floodgate_rls::serve(&options, service, listener, async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("served");
+    });
+    let client = RateLimitServiceClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    Rls {
+        client,
+        addr,
+        dir,
+        stop: Some(stop),
+        served: Some(served),
+    }
+}
+
+pub async fn start(yaml: &str) -> Rls {
+    start_with(yaml, |_| {}).await
+}
+
+/// A descriptor of `entries`.
+pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: entries
+            .iter()
+            .map(|(k, v)| Entry {
+                key: (*k).into(),
+                value: (*v).into(),
+            })
+            .collect(),
+        ..RateLimitDescriptor::default()
+    }
+}
+
+/// A request of `domain` with `descriptors`, one hit.
+pub fn request(domain: &str, descriptors: Vec<RateLimitDescriptor>) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.into(),
+        descriptors,
+        hits_addend: 0,
+    }
+}
