@@ -1,0 +1,183 @@
+//! floodgate-rls on Redis: several instances share one set of counters,
+//! and a Redis that stops answering gets the failure policy's answer
+//! within the store timeout.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{descriptor, request, start_with, OK, OVER_LIMIT};
+use floodgate_rls::OnStoreFailure;
+
+/// A `redis-server` of this test's own on a free loopback port.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("redis-server could not start ({e}): run `bash scripts/test`, or install it (Debian: apt-get install redis-server)")
+            });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.signal("-CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const CONFIG: &str = r#"
+domain: edge
+descriptors:
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 20 }
+  - key: org
+    rate_limit: { unit: hour, requests_per_unit: 30, algorithm: gcra }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_instances_on_one_redis_never_admit_more_than_the_limit() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut fleet = Vec::new();
+    for _ in 0..4 {
+        let url = url.clone();
+        fleet.push(start_with(CONFIG, move |o| o.redis_url = Some(url)).await);
+    }
+    // 100 requests for one user and one org, from the four instances at
+    // once: 20 admitted (the user's limit), the org charged 20 times only.
+    let mut tasks = Vec::new();
+    for (i, rls) in fleet.iter().enumerate() {
+        let mut client = rls.client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut admitted = 0;
+            for _ in 0..25 {
+                let d = vec![
+                    descriptor(&[("user", "ana")]),
+                    descriptor(&[("org", "acme")]),
+                ];
+                let r = client.should_rate_limit(request("edge", d)).await.unwrap();
+                if r.into_inner().overall_code == OK {
+                    admitted += 1;
+                }
+            }
+            (i, admitted)
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += t.await.unwrap().1;
+    }
+    assert_eq!(admitted, 20);
+    let r = fleet[0]
+        .ask(request("edge", vec![descriptor(&[("org", "acme")])]))
+        .await;
+    assert_eq!(
+        r.statuses[0].limit_remaining, 9,
+        "the org was charged by admitted requests only"
+    );
+    for mut rls in fleet {
+        rls.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frozen_redis_gets_the_failure_policys_answer_within_the_timeout() {
+    let redis = Redis::start();
+    let policies = [
+        (OnStoreFailure::Error, None),
+        (OnStoreFailure::Allow, Some(OK)),
+        (OnStoreFailure::Deny, Some(OVER_LIMIT)),
+    ];
+    let mut servers = Vec::new();
+    for (policy, _) in policies {
+        let url = redis.url();
+        let rls = start_with(CONFIG, move |o| {
+            o.redis_url = Some(url);
+            o.on_store_failure = policy;
+            o.store_timeout_ms = 100;
+        })
+        .await;
+        servers.push(rls);
+    }
+    for rls in &mut servers {
+        let r = rls
+            .ask(request("edge", vec![descriptor(&[("user", "bo")])]))
+            .await;
+        assert_eq!(r.overall_code, OK, "Redis answers at first");
+    }
+    redis.signal("-STOP");
+    for ((policy, expected), rls) in policies.iter().zip(&mut servers) {
+        let started = Instant::now();
+        let answer = rls
+            .client
+            .should_rate_limit(request("edge", vec![descriptor(&[("user", "bo")])]))
+            .await;
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_millis(600),
+            "{policy:?}: answered after {took:?}"
+        );
+        match (expected, answer) {
+            (None, Err(status)) => assert_eq!(status.code(), tonic::Code::Unavailable, "{status}"),
+            (Some(code), Ok(r)) => assert_eq!(r.into_inner().overall_code, *code, "{policy:?}"),
+            (expected, got) => panic!("{policy:?}: expected {expected:?}, got {got:?}"),
+        }
+    }
+    redis.signal("-CONT");
+    // Back: decided by Redis again (the circuit breaker may hold off a
+    // moment after the failures).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = servers[0]
+            .client
+            .should_rate_limit(request("edge", vec![descriptor(&[("user", "cy")])]))
+            .await;
+        if let Ok(r) = r {
+            assert_eq!(r.into_inner().statuses[0].limit_remaining, 19);
+            break;
+        }
+        assert!(Instant::now() < deadline, "Redis back, still failing");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for mut rls in servers {
+        rls.stop().await;
+    }
+}
