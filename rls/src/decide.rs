@@ -6,8 +6,9 @@
 //!
 //! Decided in several calls, so not all or nothing between them: a request
 //! with more than 16 limited descriptors ([`MAX_LIMITS`]), with two
-//! descriptors meeting the same rule with different values, or with
-//! different `hits_addend` on its descriptors.
+//! descriptors meeting the same rule (with different values, or the same
+//! descriptor twice: one counter charged by each), or with different
+//! `hits_addend` on its descriptors.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -73,10 +74,22 @@ impl Limited {
 
     /// Time until the counter resets (the end of the unit, as
     /// envoyproxy/ratelimit reports it when the limit is 0).
+    ///
+    /// A fixed window resets at the end of its unit whatever it holds; the
+    /// library reports 0 for a window nothing is counted in yet (a look
+    /// with `hits_addend: 0`, a request refused whole), and so for a
+    /// refusal it cannot time (a cost above the limit): those answer the
+    /// end of the unit too, as envoyproxy/ratelimit always does, never
+    /// "retry now".
     pub(crate) fn until_reset(&self) -> Duration {
-        match &self.decision {
-            Some((d, _)) => d.reset_after().max(d.retry_after().unwrap_or_default()),
-            None => {
+        let reported = self
+            .decision
+            .as_ref()
+            .map(|(d, _)| d.reset_after().max(d.retry_after().unwrap_or_default()));
+        let window = matches!(self.algorithm, Some(AnyAlgorithm::FixedWindow(_)));
+        match reported {
+            Some(d) if !d.is_zero() || !(window || self.over()) => d,
+            _ => {
                 let unit = self.unit.duration().as_millis().max(1);
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
@@ -195,6 +208,15 @@ pub(crate) async fn decide(
         .collect();
     // A descriptor at 0 refuses the request: the others are only looked at.
     let refused = limited.iter().any(|l| l.algorithm.is_none() && !l.shadow);
+    for l in limited.iter_mut().filter(|l| l.algorithm.is_none()) {
+        // Its refusal, as the header fields and statuses report it.
+        let until = l.until_reset();
+        let quota = Quota {
+            units: 0,
+            window: l.unit.duration(),
+        };
+        l.decision = Some((Decision::over_limit(0, 0, until, until), quota));
+    }
     let mut groups: Vec<Vec<&mut Limited>> = Vec::new();
     for l in limited.drain(..).filter(|l| l.algorithm.is_some()) {
         let fits = |g: &Vec<&mut Limited>| {

@@ -200,6 +200,11 @@ pub async fn serve(
     ));
     let shutdown = async move {
         shutdown.await;
+        // The server as a whole (the empty name, what most probes ask) and
+        // the rate limit service.
+        health
+            .set_service_status("", tonic_health::ServingStatus::NotServing)
+            .await;
         health
             .set_not_serving::<envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer<RateLimitService>>()
             .await;

@@ -363,6 +363,23 @@ async fn header_fields_for_envoy_describe_the_closest_limit() {
         names.contains(&"ratelimit") && names.contains(&"ratelimit-policy"),
         "{names:?}"
     );
+    // A refusal by a limit of 0 is what the fields describe (they once
+    // described another descriptor, with its whole quota left).
+    let refused = vec![
+        descriptor(&[("remote_address", "10.4.4.5")]),
+        descriptor(&[("zero", "z")]),
+    ];
+    let mut rls = start_with(EDGE, |o| o.headers = Headers::Legacy).await;
+    let r = rls.ask(request("edge", refused)).await;
+    let get = |name: &str| {
+        r.response_headers_to_add
+            .iter()
+            .find(|h| h.key == name)
+            .map(|h| h.value.clone())
+    };
+    assert_eq!(get("x-ratelimit-remaining").as_deref(), Some("0"));
+    let reset: u64 = get("x-ratelimit-reset").unwrap().parse().unwrap();
+    assert!((1..=3600).contains(&reset), "{reset}");
     // None by default.
     let mut rls = start(EDGE).await;
     let r = rls
