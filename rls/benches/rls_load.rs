@@ -4,15 +4,21 @@
 //! ```text
 //! cargo bench -p floodgate-rls --bench rls_load                  # 5 rounds × 2 × 5 s
 //! cargo bench -p floodgate-rls --bench rls_load -- --secs 2 --rounds 1 --concurrency 32
+//! cargo bench -p floodgate-rls --bench rls_load -- --descriptors 4   # 4 decisions a call
 //! ```
 //!
 //! - `library`: `Limiter::check(key, 1)` on a `RedisStore`, a fixed window
 //!   of 1 000 000 an hour, from `--concurrency` tasks (64) on a 2-thread
 //!   tokio runtime in this process: what a Rust service calls.
 //! - `rls`: the release `floodgate-rls` binary on the same Redis with one
-//!   descriptor (`remote_address`, the same limit), asked `ShouldRateLimit`
+//!   descriptor (`d0`, the same limit), asked `ShouldRateLimit`
 //!   by the same number of tasks through 4 tonic channels from this
 //!   process: what Envoy's filter sends.
+//!
+//! With `--descriptors N`, each call decides N limits (as an Envoy route
+//! with N rate-limit actions sends N descriptors): the library calls
+//! `check_keys` with N limits, the RLS gets N descriptors; a decision is
+//! one limit's.
 //!
 //! Every request carries one of 10 000 keys (`10.0.x.y`) and is admitted.
 //! Rounds alternate the two; medians. The machine's cores are shared by
@@ -28,7 +34,7 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descri
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
-use floodgate::algorithm::FixedWindow;
+use floodgate::algorithm::{AnyAlgorithm, FixedWindow, Limits};
 use floodgate::store::RedisStore;
 use floodgate::Limiter;
 
@@ -38,6 +44,7 @@ struct Args {
     secs: u64,
     rounds: usize,
     concurrency: usize,
+    descriptors: usize,
 }
 
 fn args() -> Args {
@@ -45,6 +52,7 @@ fn args() -> Args {
         secs: 5,
         rounds: 5,
         concurrency: 64,
+        descriptors: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -53,8 +61,9 @@ fn args() -> Args {
             "--secs" => a.secs = value() as u64,
             "--rounds" => a.rounds = value(),
             "--concurrency" => a.concurrency = value(),
+            "--descriptors" => a.descriptors = value().clamp(1, 16),
             "--bench" => {}
-            other => panic!("unknown argument {other}; use --secs N, --rounds N, --concurrency N"),
+            other => panic!("unknown argument {other}; use --secs N, --rounds N, --concurrency N, --descriptors N"),
         }
     }
     a
@@ -156,11 +165,13 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("floodgate-rls-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        "domain: bench\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n",
-    )
-    .unwrap();
+    let mut yaml = String::from("domain: bench\ndescriptors:\n");
+    for d in 0..a.descriptors {
+        yaml.push_str(&format!(
+            "  - key: d{d}\n    rate_limit: {{ unit: hour, requests_per_unit: 1000000 }}\n"
+        ));
+    }
+    std::fs::write(&config, yaml).unwrap();
     let rls_port = free_port();
     let rls = Killed(
         Command::new(env!("CARGO_BIN_EXE_floodgate-rls"))
@@ -184,10 +195,16 @@ fn main() {
         .build()
         .unwrap();
     let keys = Arc::new(keys());
+    let names: Arc<Vec<String>> = Arc::new((0..a.descriptors).map(|d| format!("d{d}")).collect());
     let limiter = rt.block_on(async {
         let store = RedisStore::from_url(&url).expect("a Redis URL");
-        let hour = Duration::from_secs(3600);
-        Limiter::new(store, FixedWindow::new(1_000_000, hour))
+        let window =
+            || AnyAlgorithm::FixedWindow(FixedWindow::new(1_000_000, Duration::from_secs(3600)));
+        let mut limits = Limits::new(&names[0], window());
+        for name in &names[1..] {
+            limits = limits.try_with(name, window()).unwrap();
+        }
+        Limiter::new(store, limits)
     });
     let channels: Vec<RateLimitServiceClient<tonic::transport::Channel>> = rt.block_on(async {
         let mut v = Vec::new();
@@ -205,36 +222,54 @@ fn main() {
     let (redis_pid, rls_pid) = (redis.0.id(), rls.0.id());
     let mut rows: Vec<(&str, Vec<[f64; 4]>)> = vec![("library", Vec::new()), ("rls", Vec::new())];
     println!(
-        "{} rounds × {} s, {} tasks, {} cores, Redis on loopback",
+        "{} rounds × {} s, {} tasks, {} decision(s) a call, {} cores, Redis on loopback",
         a.rounds,
         a.secs,
         a.concurrency,
+        a.descriptors,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     for round in 0..a.rounds {
         for (which, row) in rows.iter_mut() {
             let cpu0 = (cpu(me), cpu(rls_pid), cpu(redis_pid));
             let per_sec = if *which == "library" {
-                let (limiter, keys) = (limiter.clone(), keys.clone());
+                let (limiter, keys, names) = (limiter.clone(), keys.clone(), names.clone());
                 rt.block_on(closed_loop(a.concurrency, a.secs, move |i| {
-                    let (limiter, keys) = (limiter.clone(), keys.clone());
-                    async move { limiter.check(&keys[i], 1).await.expect("decided").allowed() }
+                    let (limiter, keys, names) = (limiter.clone(), keys.clone(), names.clone());
+                    async move {
+                        if names.len() == 1 {
+                            return limiter.check(&keys[i], 1).await.expect("decided").allowed();
+                        }
+                        let each: Vec<(&str, &str)> = names
+                            .iter()
+                            .map(|n| (n.as_str(), keys[i].as_str()))
+                            .collect();
+                        limiter
+                            .check_keys(&each, 1)
+                            .await
+                            .expect("decided")
+                            .overall()
+                            .allowed()
+                    }
                 }))
             } else {
-                let (channels, keys) = (channels.clone(), keys.clone());
+                let (channels, keys, names) = (channels.clone(), keys.clone(), names.clone());
                 rt.block_on(closed_loop(a.concurrency, a.secs, move |i| {
                     let mut client = channels[i % channels.len()].clone();
-                    let key = keys[i].clone();
+                    let descriptors = names
+                        .iter()
+                        .map(|n| RateLimitDescriptor {
+                            entries: vec![Entry {
+                                key: n.clone(),
+                                value: keys[i].clone(),
+                            }],
+                            ..RateLimitDescriptor::default()
+                        })
+                        .collect();
                     async move {
                         let req = RateLimitRequest {
                             domain: "bench".into(),
-                            descriptors: vec![RateLimitDescriptor {
-                                entries: vec![Entry {
-                                    key: "remote_address".into(),
-                                    value: key,
-                                }],
-                                ..RateLimitDescriptor::default()
-                            }],
+                            descriptors,
                             hits_addend: 1,
                         };
                         let r = client.should_rate_limit(req).await.expect("answered");
@@ -242,6 +277,7 @@ fn main() {
                     }
                 }))
             };
+            let per_sec = per_sec * a.descriptors as f64;
             let n = per_sec * a.secs as f64;
             let us = |d: Duration| d.as_secs_f64() * 1e6 / n;
             let cpu1 = (cpu(me), cpu(rls_pid), cpu(redis_pid));

@@ -306,7 +306,7 @@ fn rule(
         None => None,
     };
     Ok(Rule {
-        full_key: full_key.to_owned(),
+        limit: crate::rules::limit_name('d', full_key),
         name: limit.name,
         replaces: limit.replaces.into_iter().map(|r| r.name).collect(),
         quota,

@@ -148,7 +148,7 @@ fn slot(
             .ok_or_else(|| format!("invalid unit {} in a limit override", limit.unit))?;
         let algorithm = crate::rules::algorithm(None, limit.requests_per_unit, unit, None)?;
         let limited = Limited {
-            limit: limit_name('o', &format!("{domain}\u{1f}{}", unit.proto())),
+            limit: crate::rules::limit_name('o', &format!("{domain}\u{1f}{}", unit.proto())),
             key: entries_key(d, &[]),
             algorithm,
             requests_per_unit: limit.requests_per_unit,
@@ -174,7 +174,7 @@ fn slot(
         return Ok((DescriptorLimit::Unlimited, Some(rule)));
     };
     let limited = Limited {
-        limit: limit_name('d', &rule.full_key),
+        limit: rule.limit.clone(),
         key: entries_key(d, &shared),
         algorithm: rule.algorithm,
         requests_per_unit,
@@ -263,19 +263,6 @@ pub(crate) async fn decide(
         }
     }
     Ok(())
-}
-
-/// A limit's name in floodgate: `prefix` and 16 hex digits of a stable
-/// hash (FNV-1a) of `what`. Names are at most 32 characters of a small
-/// alphabet; the rule's full key is neither. Stable across processes and
-/// versions, so every instance shares a rule's counters.
-fn limit_name(prefix: char, what: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in what.bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{prefix}{hash:016x}")
 }
 
 /// The key a descriptor's counter is kept under: its entries,

@@ -212,6 +212,7 @@ pub async fn serve(
     };
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let served = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
         .add_service(health_service)
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown)

@@ -4,6 +4,9 @@
 use clap::Parser;
 use floodgate_rls::{LogFormat, Options};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let options = Options::parse();

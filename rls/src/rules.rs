@@ -152,9 +152,9 @@ impl Wildcard {
 /// A descriptor of the configuration with a `rate_limit`.
 #[derive(Debug)]
 pub struct Rule {
-    /// `domain.key_value.key`: the limit's identity in the store, and its
-    /// metrics' name.
-    pub(crate) full_key: String,
+    /// The limit's name in floodgate: [`limit_name`] of the descriptor's
+    /// path (`domain.key_value.key`), so instances and restarts share it.
+    pub(crate) limit: String,
     /// `rate_limit.name`, what `replaces` refers to (may be empty).
     pub(crate) name: String,
     pub(crate) replaces: Vec<String>,
@@ -302,4 +302,17 @@ fn unknown(name: &str) -> String {
     format!(
         "unknown algorithm '{name}' (fixed_window, sliding_window, sliding_log, gcra, token_bucket, leaky_bucket)"
     )
+}
+
+/// A limit's name in floodgate: `prefix` and 16 hex digits of a stable
+/// hash (FNV-1a) of `what`. Names are at most 32 characters of a small
+/// alphabet; the rule's full key is neither. Stable across processes and
+/// versions, so every instance shares a rule's counters.
+pub(crate) fn limit_name(prefix: char, what: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in what.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{prefix}{hash:016x}")
 }
