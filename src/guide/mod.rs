@@ -27,6 +27,7 @@
 //! | what each decision is answered with (429, 503, ...), which headers go out, and what clients do with them | IETF `RateLimit` fields | [`headers_and_clients`] |
 //! | how to test your app with the limiter in it | - | [`testing`] |
 //! | how to watch it in production | metrics and spans off until you install a recorder or subscriber | [`metrics_and_tracing`] |
+//! | services in other languages, behind Envoy, Istio or Envoy Gateway | - | [`from_any_language`] |
 //!
 //! # Putting it together: axum behind nginx, on Redis
 //!
@@ -187,6 +188,7 @@ pub mod costs;
 pub mod deploying;
 pub mod exemptions;
 pub mod failures;
+pub mod from_any_language;
 pub mod headers_and_clients;
 pub mod hot_keys;
 pub mod limits_as_configuration;
