@@ -57,7 +57,7 @@ impl Redis {
 
 impl Drop for Redis {
     fn drop(&mut self) {
-        self.signal("-CONT");
+        // Killed already, or frozen: SIGKILL ends it either way.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -180,4 +180,76 @@ async fn a_frozen_redis_gets_the_failure_policys_answer_within_the_timeout() {
     for mut rls in servers {
         rls.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_redis_gets_the_failure_policys_answer_at_once() {
+    let mut redis = Redis::start();
+    let url = redis.url();
+    let mut rls = start_with(CONFIG, move |o| {
+        o.redis_url = Some(url);
+        o.on_store_failure = OnStoreFailure::Allow;
+    })
+    .await;
+    assert_eq!(
+        rls.ask(request("edge", vec![descriptor(&[("user", "di")])]))
+            .await
+            .statuses[0]
+            .limit_remaining,
+        19
+    );
+    redis.child.kill().unwrap();
+    redis.child.wait().unwrap();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let r = rls
+            .ask(request("edge", vec![descriptor(&[("user", "di")])]))
+            .await;
+        assert!(
+            started.elapsed() < Duration::from_millis(600),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(r.overall_code, OK, "allowed by the failure policy");
+    }
+    rls.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_in_flight_is_answered_through_a_graceful_shutdown() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut rls = start_with(CONFIG, move |o| {
+        o.redis_url = Some(url);
+        o.on_store_failure = OnStoreFailure::Allow;
+        o.store_timeout_ms = 500;
+    })
+    .await;
+    rls.ask(request("edge", vec![descriptor(&[("user", "ed")])]))
+        .await;
+    // Redis frozen: the next call waits the store timeout, then is allowed.
+    redis.signal("-STOP");
+    let mut client = rls.client.clone();
+    let in_flight = tokio::spawn(async move {
+        client
+            .should_rate_limit(request("edge", vec![descriptor(&[("user", "ed")])]))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopping = Instant::now();
+    rls.stop().await; // returns once the call in flight is answered
+    let answer = in_flight.await.unwrap().expect("answered, not cut off");
+    assert_eq!(answer.into_inner().overall_code, OK);
+    assert!(
+        stopping.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        stopping.elapsed()
+    );
+    // And no longer serving.
+    let url = format!("http://{}", rls.addr);
+    let refused = envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient::connect(url).await;
+    assert!(
+        refused.is_err(),
+        "still accepting connections after shutdown"
+    );
 }
