@@ -187,7 +187,7 @@ async fn the_layer_charges_a_user_key_and_a_global_key_in_one_decision() {
             limiter.clone(),
             floodgate::key::Header::try_new("x-user").unwrap(),
         )
-        .key_for("global", |_| "all".to_owned())
+        .key_for("global", floodgate::key::Global::named("all"))
         .unwrap();
         let app = axum::Router::new()
             .route("/", axum::routing::get(|| async { "ok" }))
@@ -223,9 +223,67 @@ async fn the_layer_charges_a_user_key_and_a_global_key_in_one_decision() {
 fn key_for_a_limit_the_limiter_does_not_have_names_the_setting() {
     let limiter = Limiter::new(floodgate::store::MemoryStore::new(), limits());
     let e = floodgate::layer::RateLimitLayer::new(limiter, floodgate::key::Global::new())
-        .key_for("org", |_| String::new())
+        .key_for("org", floodgate::key::Global::new())
         .unwrap_err();
     assert_eq!(e.field(), "key_for");
+    let limiter = Limiter::new(floodgate::store::MemoryStore::new(), limits());
+    let e = floodgate::layer::RateLimitLayer::new(limiter, floodgate::key::Global::new())
+        .key_for("global", floodgate::key::Global::new())
+        .unwrap()
+        .key_for("global", floodgate::key::Global::named("again"))
+        .unwrap_err();
+    assert_eq!(e.field(), "key_for");
+}
+
+/// One extractor yields every key: a request lacking one (the org header)
+/// is answered 400 and charges nothing, to any key.
+#[tokio::test]
+async fn a_request_lacking_a_limits_own_key_is_rejected_and_charges_nothing() {
+    let minute = Duration::from_secs(60);
+    let limits = Limits::new("user", FixedWindow::new(5, minute))
+        .try_with("org", FixedWindow::new(10, minute))
+        .unwrap();
+    let limiter = Limiter::new(floodgate::store::MemoryStore::new(), limits);
+    let layer = floodgate::layer::RateLimitLayer::new(
+        limiter.clone(),
+        floodgate::key::Header::try_new("x-user").unwrap(),
+    )
+    .key_for("org", floodgate::key::Header::try_new("x-org").unwrap())
+    .unwrap();
+    let app = axum::Router::new()
+        .route("/", axum::routing::get(|| async { "ok" }))
+        .layer(layer);
+    let base = common::http::serve(app).await;
+    let client = reqwest::Client::new();
+    let without_org = client
+        .get(&base)
+        .header("x-user", "ana")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(without_org.status().as_u16(), 400);
+    let with_org = client
+        .get(&base)
+        .header("x-user", "ana")
+        .header("x-org", "acme")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with_org.status().as_u16(), 200);
+    let now = limiter
+        .check_keys(&[("user", "ana"), ("org", "acme")], 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        now.each()[0].decision().remaining(),
+        4,
+        "ana: the admitted request only"
+    );
+    assert_eq!(
+        now.each()[1].decision().remaining(),
+        9,
+        "acme: the admitted request only"
+    );
 }
 
 /// A charge given back after the response (`refund_when`) goes back to
@@ -242,7 +300,7 @@ async fn a_refund_after_the_response_goes_back_to_every_key() {
         floodgate::key::Header::try_new("x-user").unwrap(),
     )
     .refund_when(floodgate::layer::predicate::ServerErrors)
-    .key_for("global", |_| "all".to_owned())
+    .key_for("global", floodgate::key::Global::named("all"))
     .unwrap();
     let app = axum::Router::new()
         .route("/ok", axum::routing::get(|| async { "ok" }))

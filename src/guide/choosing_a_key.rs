@@ -229,8 +229,11 @@
 //!
 //! When the keys are known at the same point (a user and everyone, an API
 //! key and its organisation), put both limits in one limiter and give each
-//! its own key: [`RateLimitLayer::key_for`] (or
+//! its own key, taken by any extractor: [`RateLimitLayer::key_for`] (or
 //! [`Limiter::check_keys`](crate::Limiter::check_keys) without a layer).
+//! The layer's extractor then yields every limit's key
+//! ([`PerLimit`](crate::key::PerLimit)), and a request lacking one of them
+//! is answered 400 before anything is charged.
 //! They are then decided **in one store call, all or nothing**: a request
 //! the global limit refuses charges nothing to the user's, the 429 shows
 //! the numbers of both, and a stalled Redis costs one timeout, not one per
@@ -241,7 +244,8 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use axum::{routing::get, Router};
 //! use floodgate::algorithm::{Gcra, Limits};
-//! use floodgate::{key::Header, layer::RateLimitLayer, store::MemoryStore, Limiter};
+//! use floodgate::key::{Global, Header};
+//! use floodgate::{layer::RateLimitLayer, store::MemoryStore, Limiter};
 //! use std::time::Duration;
 //!
 //! // 10 a second per API key, 500 a second for everyone together.
@@ -251,7 +255,7 @@
 //! let app: Router = Router::new().route("/", get(|| async { "ok" })).layer(
 //!     RateLimitLayer::new(limiter, Header::try_new("x-api-key")?)
 //!         // "per-key" takes the layer's key; "everyone" one key for all.
-//!         .key_for("everyone", |_| "all".to_owned())?,
+//!         .key_for("everyone", Global::named("all"))?,
 //! );
 //! # Ok(()) }
 //! ```

@@ -81,6 +81,7 @@ mod global;
 mod header;
 pub(crate) mod ip;
 mod peer;
+mod per_limit;
 mod view;
 
 pub use chain::{BrokenChain, ProxyHeader};
@@ -93,6 +94,7 @@ pub use header::Header;
 /// re-exported so that the version always matches floodgate's.
 pub use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 pub use peer::{peer_addr, PeerIp};
+pub use per_limit::PerLimit;
 pub use view::RequestView;
 
 /// Finds the rate-limit key of a request.
@@ -133,6 +135,20 @@ pub trait KeyExtractor: Clone + Send + Sync + 'static {
     /// A [`KeyRejection`] saying what the request lacks; the layers answer it
     /// with 400 (gRPC: `INVALID_ARGUMENT`).
     fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection>;
+
+    /// The key of the limit named `limit` when this extractor gives that
+    /// limit a key of its own ([`PerLimit`], made by
+    /// [`RateLimitLayer::key_for`](crate::layer::RateLimitLayer::key_for));
+    /// `None` (the default): the limit takes the request's key, what
+    /// [`extract`](Self::extract) returns.
+    fn extract_for<'r, B>(
+        &self,
+        limit: &str,
+        req: &'r http::Request<B>,
+    ) -> Option<Result<Cow<'r, str>, KeyRejection>> {
+        let _ = (limit, req);
+        None
+    }
 }
 
 /// Why no key could be extracted from a request.

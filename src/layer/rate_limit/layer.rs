@@ -54,13 +54,10 @@ use tower_layer::Layer;
 pub struct RateLimitLayer<K, A, C = Upfront> {
     pub(crate) config: Arc<RateLimitConfig<K, A>>,
     /// How requests are charged: see [`charging`](crate::layer::predicate::charging).
-    charging: PhantomData<fn() -> C>,
+    pub(super) charging: PhantomData<fn() -> C>,
 }
 
 pub(crate) type LimitsFn<A> = Arc<dyn Fn(RequestView<'_>) -> Option<A> + Send + Sync>;
-
-/// What takes a limit's own key from a request ([`RateLimitLayer::key_for`]).
-pub(crate) type LimitKeyFn = Arc<dyn Fn(RequestView<'_>) -> String + Send + Sync>;
 
 /// The configuration a [`RateLimitLayer`] shares with its services.
 pub(crate) struct RateLimitConfig<K, A> {
@@ -68,9 +65,9 @@ pub(crate) struct RateLimitConfig<K, A> {
     pub(crate) extractor: K,
     pub(crate) pricing: Pricing,
     pub(crate) limits_for: Option<LimitsFn<A>>,
-    /// Limits charged to a key of their own: the limit's name and what
-    /// takes its key from the request.
-    pub(crate) limit_keys: Vec<(Arc<str>, LimitKeyFn)>,
+    /// The limits charged to a key of their own
+    /// ([`RateLimitLayer::key_for`]): the extractor gives their keys.
+    pub(crate) limit_keys: Vec<Arc<str>>,
     pub(crate) counting: Counting,
     pub(crate) refund_inner: bool,
     /// Where a response says what its request cost, if it does.
@@ -267,55 +264,6 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
         F: Fn(RequestView<'_>) -> Option<A> + Send + Sync + 'static,
     {
         self.map(|c| c.limits_for = Some(Arc::new(f)))
-    }
-
-    /// Charge the limit named `limit` (of the limiter's
-    /// [`Limits`](crate::algorithm::Limits)) to a key of its own, taken
-    /// from the request by `f`, instead of the layer's key: per user and
-    /// global, per API key and per organisation, in **one decision**, all
-    /// or nothing ([`Limiter::check_keys`]). A request refused by one
-    /// limit charges none, and with one store call a stalled Redis costs
-    /// one timeout, where two stacked layers cost two.
-    ///
-    /// ```
-    /// # fn main() -> Result<(), floodgate::ConfigError> {
-    /// use floodgate::algorithm::{Gcra, Limits};
-    /// use floodgate::{key::Header, layer::RateLimitLayer, store::MemoryStore, Limiter};
-    /// use std::time::Duration;
-    ///
-    /// let limits = Limits::new("user", Gcra::new(10, Duration::from_secs(1)))
-    ///     .try_with("global", Gcra::new(1_000, Duration::from_secs(1)))?;
-    /// let layer = RateLimitLayer::new(Limiter::new(MemoryStore::new(), limits), Header::try_new("x-user")?)
-    ///     // "user" takes the layer's key; "global" one key for all.
-    ///     .key_for("global", |_req| "all".to_owned())?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// A [`ConfigError`](crate::ConfigError) naming `key_for` when the
-    /// limiter has no limit named `limit`. (Limits resolved per request,
-    /// [`limits_for`](Self::limits_for), take the keys of the limits of
-    /// the same names; a limit with no key of its own takes the layer's.)
-    pub fn key_for<F>(self, limit: &str, f: F) -> Result<Self, crate::ConfigError>
-    where
-        F: Fn(RequestView<'_>) -> String + Send + Sync + 'static,
-    {
-        let own = self
-            .config
-            .limiter
-            .version()
-            .plan
-            .names
-            .iter()
-            .any(|n| &**n == limit);
-        if !own {
-            return Err(crate::ConfigError::new(
-                "key_for",
-                format!("the limiter has no limit named {limit:?}"),
-            ));
-        }
-        let limit: Arc<str> = limit.into();
-        Ok(self.map(|c| c.limit_keys.push((limit, Arc::new(f)))))
     }
 
     /// Give this layer's charge back when a limit inside it (another

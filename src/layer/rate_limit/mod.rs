@@ -3,6 +3,7 @@
 // tower-http's layout: one folder per middleware with layer.rs and service.rs.
 #[allow(clippy::module_inception)]
 mod layer;
+mod limit_keys;
 mod service;
 
 pub use layer::RateLimitLayer;

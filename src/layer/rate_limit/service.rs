@@ -123,11 +123,12 @@ impl<K: KeyExtractor, A: Algorithm> Gatekeeper for RateLimitConfig<K, A> {
         let version = limiter.version();
         let limits = plan.as_deref().unwrap_or(&version.plan);
         let queues = limits.queues;
-        // Each limit's own key, when some have one (`key_for`).
+        // Each limit's own key, when some have one (`key_for`): the
+        // extractor found them all before the request got here.
         let owned: Option<Arc<[SmolStr]>> = (!this.limit_keys.is_empty()).then(|| {
-            let of = |name: &Arc<str>| match this.limit_keys.iter().find(|(l, _)| l == name) {
-                Some((_, f)) => SmolStr::new(f(view)),
-                None => SmolStr::new(&key),
+            let of = |name: &Arc<str>| match this.extractor.extract_for(name, req) {
+                Some(Ok(own)) => SmolStr::new(own),
+                _ => SmolStr::new(&key),
             };
             limits.names.iter().map(of).collect()
         });
