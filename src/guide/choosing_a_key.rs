@@ -232,7 +232,7 @@
 //! its own key, taken by any extractor: [`RateLimitLayer::key_for`] (or
 //! [`Limiter::check_keys`](crate::Limiter::check_keys) without a layer).
 //! The layer's extractor then yields every limit's key
-//! ([`PerLimit`](crate::key::PerLimit)), and a request lacking one of them
+//! ([`KeyFor`](crate::key::KeyFor)), and a request lacking one of them
 //! is answered 400 before anything is charged.
 //! They are then decided **in one store call, all or nothing**: a request
 //! the global limit refuses charges nothing to the user's, the 429 shows

@@ -80,8 +80,8 @@ mod forwarded;
 mod global;
 mod header;
 pub(crate) mod ip;
+mod key_for;
 mod peer;
-mod per_limit;
 mod view;
 
 pub use chain::{BrokenChain, ProxyHeader};
@@ -93,8 +93,8 @@ pub use header::Header;
 /// The CIDR networks [`ClientIp::trust`] takes (the `ipnet` crate, 2.x),
 /// re-exported so that the version always matches floodgate's.
 pub use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+pub use key_for::KeyFor;
 pub use peer::{peer_addr, PeerIp};
-pub use per_limit::PerLimit;
 pub use view::RequestView;
 
 /// Finds the rate-limit key of a request.
@@ -137,7 +137,7 @@ pub trait KeyExtractor: Clone + Send + Sync + 'static {
     fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection>;
 
     /// The key of the limit named `limit` when this extractor gives that
-    /// limit a key of its own ([`PerLimit`], made by
+    /// limit a key of its own ([`KeyFor`], made by
     /// [`RateLimitLayer::key_for`](crate::layer::RateLimitLayer::key_for));
     /// `None` (the default): the limit takes the request's key, what
     /// [`extract`](Self::extract) returns.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::layer::{RateLimitConfig, RateLimitLayer};
 use crate::algorithm::Algorithm;
-use crate::key::{KeyExtractor, PerLimit};
+use crate::key::{KeyExtractor, KeyFor};
 use crate::ConfigError;
 
 impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
@@ -18,7 +18,7 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
     /// Redis costs one timeout, where two stacked layers cost two.
     ///
     /// The layer's extractor becomes one that yields every limit's key
-    /// ([`PerLimit`]); a request lacking any of them is answered 400 (gRPC
+    /// ([`KeyFor`]); a request lacking any of them is answered 400 (gRPC
     /// `INVALID_ARGUMENT`) before anything is charged.
     ///
     /// ```
@@ -48,7 +48,7 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
         self,
         limit: &str,
         extractor: E,
-    ) -> Result<RateLimitLayer<PerLimit<K, E>, A, C>, ConfigError> {
+    ) -> Result<RateLimitLayer<KeyFor<K, E>, A, C>, ConfigError> {
         let version = self.config.limiter.version();
         if !version.plan.names.iter().any(|n| &**n == limit) {
             let why = format!("the limiter has no limit named {limit:?}");
@@ -62,7 +62,7 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
         let mut limit_keys = c.limit_keys;
         limit_keys.push(limit.into());
         let config = RateLimitConfig {
-            extractor: PerLimit::new(c.extractor, limit, extractor),
+            extractor: KeyFor::new(c.extractor, limit, extractor),
             limit_keys,
             limiter: c.limiter,
             pricing: c.pricing,

@@ -9,7 +9,7 @@ use super::{KeyExtractor, KeyRejection};
 /// The keys of a request for a [`Limits`](crate::algorithm::Limits) whose
 /// limits are charged to different keys: `key`'s for every limit, except
 /// the limit named `limit`, charged to `own`'s. Nested, one per limit with
-/// a key of its own (`PerLimit<PerLimit<Header, Global>, Header>`); made by
+/// a key of its own (`KeyFor<KeyFor<Header, Global>, Header>`); made by
 /// [`RateLimitLayer::key_for`](crate::layer::RateLimitLayer::key_for), which
 /// checks that the limiter has such a limit.
 ///
@@ -17,22 +17,22 @@ use super::{KeyExtractor, KeyRejection};
 /// `INVALID_ARGUMENT`), whichever extractor lacks it.
 ///
 /// ```
-/// use floodgate::key::{Global, Header, KeyExtractor, PerLimit};
+/// use floodgate::key::{Global, Header, KeyExtractor, KeyFor};
 ///
-/// let keys = PerLimit::new(Header::try_new("x-user").unwrap(), "global", Global::named("all"));
+/// let keys = KeyFor::new(Header::try_new("x-user").unwrap(), "global", Global::named("all"));
 /// let req = http::Request::get("/").header("x-user", "ana").body(()).unwrap();
 /// assert_eq!(keys.extract(&req).unwrap(), "ana");
 /// assert_eq!(keys.extract_for("global", &req).unwrap().unwrap(), "all");
 /// assert!(keys.extract_for("user", &req).is_none()); // the request's key
 /// ```
 #[derive(Debug, Clone)]
-pub struct PerLimit<K, E> {
+pub struct KeyFor<K, E> {
     key: K,
     limit: Arc<str>,
     own: E,
 }
 
-impl<K: KeyExtractor, E: KeyExtractor> PerLimit<K, E> {
+impl<K: KeyExtractor, E: KeyExtractor> KeyFor<K, E> {
     /// `key`'s keys, with `own`'s for the limit named `limit`.
     pub fn new(key: K, limit: &str, own: E) -> Self {
         Self {
@@ -43,7 +43,7 @@ impl<K: KeyExtractor, E: KeyExtractor> PerLimit<K, E> {
     }
 }
 
-impl<K: KeyExtractor, E: KeyExtractor> KeyExtractor for PerLimit<K, E> {
+impl<K: KeyExtractor, E: KeyExtractor> KeyExtractor for KeyFor<K, E> {
     /// The request's key (`key`'s), once every limit's own key is found:
     /// a request lacking one is rejected before anything is charged.
     fn extract<'r, B>(&self, req: &'r http::Request<B>) -> Result<Cow<'r, str>, KeyRejection> {
