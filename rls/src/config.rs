@@ -33,7 +33,9 @@
 //! floodgate's additions, all optional: `algorithm` (`fixed_window`, the
 //! default, so a file behaves as it did; `sliding_window`, `sliding_log`,
 //! `gcra`, `token_bucket`, `leaky_bucket`) and `burst` (GCRA's burst, a
-//! bucket's capacity).
+//! bucket's capacity) in a `rate_limit`; `failure_policy` (`error`,
+//! `allow`, `deny`) at the top of a file, for that domain's requests when
+//! the store fails (else `--on-store-failure`'s).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -43,6 +45,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::rules::{Level, Rule, Rules, Unit, Wildcard};
+use crate::OnStoreFailure;
 
 /// Why a configuration was refused: the file and the reason, as
 /// envoyproxy/ratelimit words it where it has the same check.
@@ -86,6 +89,8 @@ struct FileYaml {
     domain: String,
     #[serde(default)]
     descriptors: Vec<DescriptorYaml>,
+    /// floodgate's: what this domain's requests get when the store fails.
+    failure_policy: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -193,9 +198,23 @@ pub fn add_file(rules: &mut Rules, name: &str, text: &str) -> Result<(), ConfigF
             file.domain
         )));
     }
+    let policy = match file.failure_policy.as_deref() {
+        None => None,
+        Some("error") => Some(OnStoreFailure::Error),
+        Some("allow") => Some(OnStoreFailure::Allow),
+        Some("deny") => Some(OnStoreFailure::Deny),
+        Some(other) => {
+            return Err(err(format!(
+                "invalid failure_policy '{other}' (error, allow, deny)"
+            )))
+        }
+    };
     let mut root = Level::default();
     let parent = format!("{}.", file.domain);
     load_descriptors(&mut root, &parent, file.descriptors).map_err(err)?;
+    if let Some(policy) = policy {
+        rules.policies.insert(file.domain.clone(), policy);
+    }
     rules.domains.insert(file.domain, root);
     Ok(())
 }

@@ -150,22 +150,36 @@ pub fn service(options: &Options) -> Result<RateLimitService, Box<dyn std::error
         Some(url) if options.redis_cluster => RedisClusterStore::from_url(url)?.into(),
         Some(url) => RedisStore::from_url(url)?.into(),
     };
-    let policy = match options.on_store_failure {
-        OnStoreFailure::Error => FailurePolicy::ReturnError,
-        OnStoreFailure::Allow => FailurePolicy::FailOpen,
-        OnStoreFailure::Deny => FailurePolicy::FailClosed,
+    // One limiter per failure policy, on the same store under the same
+    // name (so the same counters): the option's for most domains, the
+    // others for the domains whose file names one.
+    let timeout = Duration::from_millis(options.store_timeout_ms.max(1));
+    let limiter = |on: OnStoreFailure| -> Result<Limiter<Limits>, floodgate::ConfigError> {
+        let policy = match on {
+            OnStoreFailure::Error => FailurePolicy::ReturnError,
+            OnStoreFailure::Allow => FailurePolicy::FailOpen,
+            OnStoreFailure::Deny => FailurePolicy::FailClosed,
+        };
+        // The limiter's own limits are never used: every call brings a
+        // request's.
+        let own = FixedWindow::try_new(1, Duration::from_secs(1))?;
+        let own = Limits::try_new("rls", AnyAlgorithm::FixedWindow(own))?;
+        Limiter::builder(store.clone(), own)
+            .name("rls")
+            .timeout(timeout)
+            .on_store_failure(policy)
+            .build()
     };
-    // The limiter's own limits are never used: every call brings a
-    // request's.
-    let own = FixedWindow::try_new(1, Duration::from_secs(1))?;
-    let limiter = Limiter::builder(
-        store,
-        Limits::try_new("rls", AnyAlgorithm::FixedWindow(own))?,
-    )
-    .name("rls")
-    .timeout(Duration::from_millis(options.store_timeout_ms.max(1)))
-    .on_store_failure(policy)
-    .build()?;
+    let mut service = RateLimitService::new(limiter(options.on_store_failure)?, rules);
+    for on in [
+        OnStoreFailure::Error,
+        OnStoreFailure::Allow,
+        OnStoreFailure::Deny,
+    ] {
+        if on != options.on_store_failure {
+            service = service.on_store_failure(on, limiter(on)?);
+        }
+    }
     let headers = match options.headers {
         Headers::None => HeaderStyle::None,
         Headers::Ietf => HeaderStyle::Ietf,
@@ -173,7 +187,7 @@ pub fn service(options: &Options) -> Result<RateLimitService, Box<dyn std::error
             reset: ResetUnit::DeltaSeconds,
         },
     };
-    Ok(RateLimitService::new(limiter, rules).headers(headers))
+    Ok(service.headers(headers))
 }
 
 /// Serve `service` on `listener` until `shutdown` completes, reading the

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::OnStoreFailure;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use floodgate::algorithm::{
     AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
@@ -21,9 +22,16 @@ use floodgate::algorithm::{
 #[derive(Default)]
 pub struct Rules {
     pub(crate) domains: HashMap<String, Level>,
+    /// The domains whose file names a `failure_policy`.
+    pub(crate) policies: HashMap<String, OnStoreFailure>,
 }
 
 impl Rules {
+    /// The failure policy `domain`'s file names, if any.
+    pub fn failure_policy(&self, domain: &str) -> Option<OnStoreFailure> {
+        self.policies.get(domain).copied()
+    }
+
     /// The domains configured.
     pub fn domains(&self) -> impl Iterator<Item = &str> {
         self.domains.keys().map(String::as_str)

@@ -18,6 +18,7 @@ use tonic::{Request, Response, Status};
 
 use crate::decide::{decide, slots, DescriptorLimit};
 use crate::rules::Rules;
+use crate::OnStoreFailure;
 
 /// The most descriptors one request may carry; more is `INVALID_ARGUMENT`
 /// (Envoy sends a handful: one per rate-limit action of the route).
@@ -28,6 +29,8 @@ pub const MAX_DESCRIPTORS: usize = 1_024;
 #[derive(Clone)]
 pub struct RateLimitService {
     limiter: Limiter<Limits>,
+    /// The limiters of the domains whose file names a `failure_policy`.
+    by_policy: Vec<(OnStoreFailure, Limiter<Limits>)>,
     rules: Arc<ArcSwap<Rules>>,
     headers: HeaderStyle,
 }
@@ -38,9 +41,20 @@ impl RateLimitService {
     pub fn new(limiter: Limiter<Limits>, rules: Rules) -> Self {
         Self {
             limiter,
+            by_policy: Vec::new(),
             rules: Arc::new(ArcSwap::from_pointee(rules)),
             headers: HeaderStyle::None,
         }
+    }
+
+    /// Decide the domains whose file says `failure_policy: <policy>` with
+    /// `limiter` (the same store and name, that failure policy); a domain
+    /// naming a policy with no limiter here takes the service's own.
+    #[must_use]
+    pub fn on_store_failure(mut self, policy: OnStoreFailure, limiter: Limiter<Limits>) -> Self {
+        self.by_policy.retain(|(p, _)| *p != policy);
+        self.by_policy.push((policy, limiter));
+        self
     }
 
     /// Which rate-limit header fields Envoy is asked to add to its
@@ -96,13 +110,15 @@ impl RateLimitService {
         let rules = self.rules.load();
         let mut slots =
             slots(&rules, &req.domain, &req.descriptors, hits).map_err(Status::invalid_argument)?;
+        let policy = rules.failure_policy(&req.domain);
         drop(rules);
-        decide(&self.limiter, &mut slots)
-            .await
-            .map_err(|e| match e {
-                floodgate::Error::Store(e) => Status::unavailable(format!("rate limit store: {e}")),
-                other => Status::internal(other.to_string()),
-            })?;
+        let limiter = policy
+            .and_then(|p| self.by_policy.iter().find(|(q, _)| *q == p))
+            .map_or(&self.limiter, |(_, l)| l);
+        decide(limiter, &mut slots).await.map_err(|e| match e {
+            floodgate::Error::Store(e) => Status::unavailable(format!("rate limit store: {e}")),
+            other => Status::internal(other.to_string()),
+        })?;
         crate::metrics::count(&req.domain, &slots);
         Ok(self.response(&slots))
     }

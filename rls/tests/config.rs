@@ -203,3 +203,19 @@ async fn a_file_changed_under_load_applies_within_a_second_and_no_request_fails(
     assert!(answered > 0);
     rls.stop().await;
 }
+
+#[test]
+fn a_failure_policy_must_be_one_of_three() {
+    let reason = refused("domain: d\nfailure_policy: maybe\ndescriptors: []");
+    assert_eq!(
+        reason,
+        "invalid failure_policy 'maybe' (error, allow, deny)"
+    );
+    let mut rules = Rules::default();
+    add_file(&mut rules, "t.yaml", "domain: d\nfailure_policy: deny").unwrap();
+    assert_eq!(
+        rules.failure_policy("d"),
+        Some(floodgate_rls::OnStoreFailure::Deny)
+    );
+    assert_eq!(rules.failure_policy("other"), None);
+}

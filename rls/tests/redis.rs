@@ -253,3 +253,39 @@ async fn a_call_in_flight_is_answered_through_a_graceful_shutdown() {
         "still accepting connections after shutdown"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_domains_file_may_name_its_own_failure_policy() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("edge.yaml"), CONFIG).unwrap();
+    std::fs::write(
+        dir.path().join("internal.yaml"),
+        "domain: internal\nfailure_policy: allow\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n",
+    )
+    .unwrap();
+    let (url, config) = (redis.url(), dir.path().to_owned());
+    let mut rls = start_with(CONFIG, move |o| {
+        o.redis_url = Some(url);
+        o.config = config;
+        o.on_store_failure = OnStoreFailure::Error;
+    })
+    .await;
+    let edge = || request("edge", vec![descriptor(&[("user", "fy")])]);
+    let internal = || request("internal", vec![descriptor(&[("user", "fy")])]);
+    assert_eq!(rls.ask(internal()).await.statuses[0].limit_remaining, 4);
+    redis.signal("-STOP");
+    let e = rls.client.should_rate_limit(edge()).await.unwrap_err();
+    assert_eq!(
+        e.code(),
+        tonic::Code::Unavailable,
+        "edge: the option's policy"
+    );
+    assert_eq!(
+        rls.ask(internal()).await.overall_code,
+        OK,
+        "internal: its file's policy"
+    );
+    redis.signal("-CONT");
+    rls.stop().await;
+}
