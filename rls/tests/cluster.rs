@@ -7,7 +7,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{descriptor, request, start_with, OK};
+use common::{descriptor, free_port, request, start_with, OK};
 
 /// Three `redis-server` primaries of this test's own, made one cluster.
 struct Cluster {
@@ -16,14 +16,6 @@ struct Cluster {
 }
 
 const INSTALL: &str = "run `bash scripts/test`, or install redis-server and redis-cli (Debian: apt-get install redis-server)";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn cli(port: u16, args: &[&str]) -> String {
     let out = Command::new("redis-cli")

@@ -18,6 +18,9 @@
 //!   false`) or answers 500 (`true`); restarted on the same port, it limits
 //!   again with no help.
 
+mod common;
+
+use common::free_port;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -55,14 +58,6 @@ fn envoy_binary() -> PathBuf {
         path.display()
     );
     path
-}
-
-/// A free loopback port: bound, read, released.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
 }
 
 /// A child process, killed and reaped when dropped; its stdout and stderr

@@ -4,43 +4,10 @@
 
 mod common;
 
-use common::{descriptor, request, start, start_with, OK, OVER_LIMIT};
+use common::{descriptor, request, start, start_with, EDGE, OK, OVER_LIMIT};
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 use envoy_types::pb::google::protobuf::UInt64Value;
 use floodgate_rls::Headers;
-
-const EDGE: &str = r#"
-domain: edge
-descriptors:
-  - key: remote_address
-    rate_limit: { unit: second, requests_per_unit: 50 }
-  - key: path
-    value: /upload
-    rate_limit: { unit: minute, requests_per_unit: 20, name: upload }
-  - key: path
-    value: /static/*
-    rate_limit: { unlimited: true }
-  - key: path
-    value: /v1/*/items
-    rate_limit: { unit: hour, requests_per_unit: 2 }
-  - key: api_key
-    rate_limit: { unit: hour, requests_per_unit: 100 }
-    descriptors:
-      - key: plan
-        value: free
-        rate_limit: { unit: hour, requests_per_unit: 3 }
-      - key: plan
-        rate_limit: { unit: hour, requests_per_unit: 5 }
-  - key: shadowed
-    shadow_mode: true
-    rate_limit: { unit: hour, requests_per_unit: 1 }
-  - key: tenant
-    rate_limit: { unit: hour, requests_per_unit: 1, name: tenant_small }
-  - key: tenant_vip
-    rate_limit: { unit: hour, requests_per_unit: 1000, replaces: [ { name: tenant_small } ] }
-  - key: zero
-    rate_limit: { unit: hour, requests_per_unit: 0 }
-"#;
 
 #[tokio::test]
 async fn a_key_at_50_a_second_answers_49_remaining_after_its_first_hit() {

@@ -8,47 +8,15 @@
 //! `FLOODGATE_RLS_PYTHONPATH` names (`bash scripts/test` installs them and
 //! sets it). Without them the test fails, saying how to install them.
 
+mod common;
+
+use common::{free_port, EDGE};
 use std::fs::File;
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-/// The configuration the script's checks are written for (the EDGE of
-/// `tests/protocol.rs`).
-const EDGE: &str = r#"
-domain: edge
-descriptors:
-  - key: remote_address
-    rate_limit: { unit: second, requests_per_unit: 50 }
-  - key: path
-    value: /upload
-    rate_limit: { unit: minute, requests_per_unit: 20, name: upload }
-  - key: path
-    value: /static/*
-    rate_limit: { unlimited: true }
-  - key: path
-    value: /v1/*/items
-    rate_limit: { unit: hour, requests_per_unit: 2 }
-  - key: api_key
-    rate_limit: { unit: hour, requests_per_unit: 100 }
-    descriptors:
-      - key: plan
-        value: free
-        rate_limit: { unit: hour, requests_per_unit: 3 }
-      - key: plan
-        rate_limit: { unit: hour, requests_per_unit: 5 }
-  - key: shadowed
-    shadow_mode: true
-    rate_limit: { unit: hour, requests_per_unit: 1 }
-  - key: tenant
-    rate_limit: { unit: hour, requests_per_unit: 1, name: tenant_small }
-  - key: tenant_vip
-    rate_limit: { unit: hour, requests_per_unit: 1000, replaces: [ { name: tenant_small } ] }
-  - key: zero
-    rate_limit: { unit: hour, requests_per_unit: 0 }
-"#;
 
 /// How long the server may take to listen.
 const STARTUP: Duration = Duration::from_secs(30);
@@ -77,14 +45,6 @@ fn python_path() -> PathBuf {
         );
     }
     dir
-}
-
-/// A loopback port free when asked (bound, then released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
 }
 
 /// The `floodgate-rls` binary serving `config`, killed when dropped.

@@ -7,7 +7,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{descriptor, request, start_with, OK, OVER_LIMIT};
+use common::{descriptor, free_port, request, start_with, OK, OVER_LIMIT};
 use floodgate_rls::OnStoreFailure;
 
 /// A `redis-server` of this test's own on a free loopback port.
@@ -18,11 +18,7 @@ struct Redis {
 
 impl Redis {
     fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
             .args(["--appendonly", "no"])

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{descriptor, request, OK};
+use common::{descriptor, free_port, request, OK};
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 const INSTALL: &str = "run `bash scripts/test`, or install redis-server (with TLS) and openssl (Debian: apt-get install redis-server openssl)";
@@ -21,14 +21,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn openssl(dir: &Path, args: &[&str]) {

@@ -13,6 +13,49 @@ use floodgate_rls::{Headers, LogFormat, OnStoreFailure, Options};
 use tokio::sync::oneshot;
 use tonic::transport::Channel;
 
+/// The configuration of the protocol tests (Rust and Python): every
+/// feature of envoyproxy/ratelimit's format, domain `edge`.
+pub const EDGE: &str = r#"
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: { unit: second, requests_per_unit: 50 }
+  - key: path
+    value: /upload
+    rate_limit: { unit: minute, requests_per_unit: 20, name: upload }
+  - key: path
+    value: /static/*
+    rate_limit: { unlimited: true }
+  - key: path
+    value: /v1/*/items
+    rate_limit: { unit: hour, requests_per_unit: 2 }
+  - key: api_key
+    rate_limit: { unit: hour, requests_per_unit: 100 }
+    descriptors:
+      - key: plan
+        value: free
+        rate_limit: { unit: hour, requests_per_unit: 3 }
+      - key: plan
+        rate_limit: { unit: hour, requests_per_unit: 5 }
+  - key: shadowed
+    shadow_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: tenant
+    rate_limit: { unit: hour, requests_per_unit: 1, name: tenant_small }
+  - key: tenant_vip
+    rate_limit: { unit: hour, requests_per_unit: 1000, replaces: [ { name: tenant_small } ] }
+  - key: zero
+    rate_limit: { unit: hour, requests_per_unit: 0 }
+"#;
+
+/// A loopback port free when asked (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
 pub const OK: i32 = 1;
 pub const OVER_LIMIT: i32 = 2;
 
