@@ -42,7 +42,7 @@
 //! `router_noheaders`, `router_identity`, `router_governor` or
 //! `router_governor_headers`) the binary makes
 //! 200 000 decisions (requests; `FLOODGATE_BENCH_N` for another count) of
-//! that contender on one thread, prints the time each took and exits, e.g.
+//! that contender on one thread (`FLOODGATE_BENCH_THREADS=2`: shared by two), prints the time each took and exits, e.g.
 //! `FLOODGATE_BENCH_PROFILE=gcra valgrind --tool=callgrind target/release/deps/memory-<hash>`.
 //! Run twice binaries of two trees in turn, it is the quickest before and
 //! after.
@@ -546,10 +546,14 @@ fn profile(which: &str) {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(200_000);
+    let threads: usize = std::env::var("FLOODGATE_BENCH_THREADS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     d.timed(&keys, 1, KEYS as u64);
-    let (t, a) = d.timed(&keys, 1, n);
+    let (t, a) = d.timed(&keys, threads, n / threads as u64);
     println!(
-        "{which}: {n} decisions in {t:?} ({:.1} ns each), {:.1}% admitted",
+        "{which}: {n} decisions on {threads} thread(s) in {t:?} ({:.1} ns each), {:.1}% admitted",
         t.as_nanos() as f64 / n as f64,
         a * 100.0
     );

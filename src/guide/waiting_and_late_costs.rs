@@ -120,7 +120,11 @@
 //! [`RateLimitLayer::actual_cost`](crate::layer::RateLimitLayer::actual_cost)
 //! reads it from a response header or from a
 //! [`Cost`](crate::layer::Cost) the handler puts in the response's
-//! extensions, and gives back or charges the difference.
+//! extensions, and gives back or charges the difference. A **streamed**
+//! answer knows its count only at its end: say it in a trailer
+//! ([`ActualCost::Trailer`](crate::layer::ActualCost::Trailer), gRPC
+//! trailing metadata or HTTP trailers) and the settlement waits for the
+//! body's end; a client that leaves mid-stream leaves the estimate charged.
 //!
 //! When the actual cost is more than what remains, the key goes into
 //! **debt** ([`Limiter::debit`](crate::Limiter::debit)): nothing is lost,

@@ -2,6 +2,9 @@
 //! [`ResponseBody`], and how the rate-limit layer builds a rejection as the
 //! inner service's own body type ([`RejectionBody`]).
 
+use super::settle_at_end::SettleAtEnd;
+#[cfg(any(feature = "axum", feature = "grpc"))]
+use super::settle_at_end::SettlingBody;
 use crate::concurrency::Lease;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -111,6 +114,34 @@ pub trait RejectionBody: Sized {
     /// The body of a rejection whose content is `bytes` (empty for gRPC's
     /// trailers-only answers).
     fn from_rejection(bytes: Bytes) -> Self;
+
+    /// This body, settling `end` when it ends: for a cost a trailer says
+    /// ([`ActualCost::Trailer`](super::ActualCost::Trailer)). A body type
+    /// that can hold any body wraps it in a [`SettlingBody`], as axum's
+    /// and tonic's do:
+    ///
+    /// ```
+    /// # use bytes::Bytes;
+    /// # use floodgate::layer::{RejectionBody, SettleAtEnd, SettlingBody};
+    /// # struct MyBody;
+    /// # impl MyBody { fn new<B>(_: B) -> Self { MyBody } }
+    /// impl RejectionBody for MyBody {
+    ///     fn from_rejection(bytes: Bytes) -> Self {
+    ///         MyBody::new(bytes)
+    ///     }
+    ///     fn settle_at_end(self, end: SettleAtEnd) -> Self {
+    ///         MyBody::new(SettlingBody::new(self, end))
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The default cannot watch a body it does not know: `end` is settled
+    /// at once, at the estimate.
+    #[must_use]
+    fn settle_at_end(self, end: SettleAtEnd) -> Self {
+        drop(end);
+        self
+    }
 }
 
 impl<B> RejectionBody for ResponseBody<B> {
@@ -124,6 +155,10 @@ impl RejectionBody for axum::body::Body {
     fn from_rejection(bytes: Bytes) -> Self {
         Self::from(bytes)
     }
+
+    fn settle_at_end(self, end: SettleAtEnd) -> Self {
+        Self::new(SettlingBody::new(self, end))
+    }
 }
 
 #[cfg(feature = "grpc")]
@@ -132,6 +167,10 @@ impl RejectionBody for tonic::body::Body {
         // Empty (trailers-only gRPC answers) stays unboxed; the problem+json
         // body of a request that was not gRPC is boxed, as tonic boxes.
         Self::new(ResponseBody::<Self>::full(bytes))
+    }
+
+    fn settle_at_end(self, end: SettleAtEnd) -> Self {
+        Self::new(SettlingBody::new(self, end))
     }
 }
 

@@ -31,23 +31,47 @@ pub enum ActualCost {
     Header(HeaderName),
     /// A [`Cost`] the handler put in the response's extensions.
     Extension,
+    /// A trailer holding a whole number, read when the response body ends:
+    /// a streamed answer knows its cost only then (an LLM's token count,
+    /// gRPC trailing metadata such as `x-tokens-used`). The same field in
+    /// the response's head counts too, and is read at once (gRPC's
+    /// trailers-only answers put their trailers there).
+    ///
+    /// The body is watched through [`RejectionBody::settle_at_end`](super::RejectionBody::settle_at_end):
+    /// axum's and tonic's bodies are; a body type that cannot be watched
+    /// keeps the estimate. A body that ends without the trailer, fails, or
+    /// is dropped before its end (a client gone mid-stream) keeps the
+    /// estimate too.
+    Trailer(HeaderName),
 }
 
 impl ActualCost {
     /// The cost the response says, if it says one.
     pub(crate) fn read(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<u64> {
         match self {
-            ActualCost::Header(name) => {
-                let value = headers.get(name)?.to_str().ok()?;
-                let cost = value.trim().parse().ok();
-                if cost.is_none() {
-                    tracing::debug!(header = %name, value, "floodgate: not a cost; the estimate stays charged");
-                }
-                cost
-            }
+            ActualCost::Header(name) | ActualCost::Trailer(name) => cost_in(headers, name),
             ActualCost::Extension => extensions.get::<Cost>().map(|c| c.0),
         }
     }
+
+    /// The trailer to wait for when the response's head does not say the
+    /// cost.
+    pub(crate) fn awaited_trailer(&self, head: &HeaderMap) -> Option<&HeaderName> {
+        match self {
+            ActualCost::Trailer(name) if !head.contains_key(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// The whole number in the field `name` of `fields`, if it holds one.
+pub(crate) fn cost_in(fields: &HeaderMap, name: &HeaderName) -> Option<u64> {
+    let value = fields.get(name)?.to_str().ok()?;
+    let cost = value.trim().parse().ok();
+    if cost.is_none() {
+        tracing::debug!(field = %name, value, "floodgate: not a cost; the estimate stays charged");
+    }
+    cost
 }
 
 /// How the layer prices a request: a constant, or a function of the request.

@@ -4,10 +4,9 @@
 
 use super::body::{RejectionBody, ResponseBody};
 use super::gatekeeper::Gatekeeper;
-use super::next::{Admitted, Next};
+use super::next::{Admitted, Next, Rider};
 use super::responder::RejectionKind;
 use super::waiting::Waiter;
-use crate::concurrency::Lease;
 use crate::limiter::{Outcome, Pending};
 use crate::Error;
 use bytes::Bytes;
@@ -102,10 +101,10 @@ type Resume = Box<dyn FnOnce(Result<Outcome, Error>, &HeaderMap) -> Next + Send 
 
 const POLLED_AFTER_DONE: &str = "a layer's response future polled after completion";
 
-/// How a request ends: served by the inner service (with the lease its
-/// body holds, if any), or refused by the layer.
+/// How a request ends: served by the inner service (with what rides on
+/// its body), or refused by the layer.
 pub(crate) enum Ending<B> {
-    Served(Response<B>, Option<Box<Lease>>),
+    Served(Response<B>, Rider),
     Refused(Response<Bytes>),
 }
 
@@ -203,8 +202,8 @@ where
                 StageProj::Calling { fut, admitted } => {
                     let mut response = ready!(fut.poll(cx))?;
                     let admitted = admitted.take().expect(POLLED_AFTER_DONE);
-                    let lease = admitted.finish(&mut response);
-                    return Poll::Ready(Ok(Ending::Served(response, lease)));
+                    let rider = admitted.finish(&mut response);
+                    return Poll::Ready(Ok(Ending::Served(response, rider)));
                 }
                 StageProj::Done { response } => {
                     let response = response.take().expect(POLLED_AFTER_DONE);
@@ -224,8 +223,15 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Poll::Ready(Ok(match ready!(self.project().state.poll_answer(cx))? {
-            // The rate-limit layer takes no lease: nothing rides on the body.
-            Ending::Served(response, _) => response,
+            // The rate-limit layer takes no lease; a settlement may ride on
+            // the body, when a trailer will say the cost.
+            Ending::Served(response, Rider { at_end: None, .. }) => response,
+            Ending::Served(
+                response,
+                Rider {
+                    at_end: Some(end), ..
+                },
+            ) => response.map(|body| body.settle_at_end(end)),
             Ending::Refused(response) => response.map(ResBody::from_rejection),
         }))
     }
@@ -239,7 +245,8 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Poll::Ready(Ok(match ready!(self.project().state.poll_answer(cx))? {
-            Ending::Served(response, lease) => {
+            // The concurrency layer settles no charge: only its lease rides.
+            Ending::Served(response, Rider { lease, .. }) => {
                 response.map(|body| ResponseBody::service(body, lease))
             }
             Ending::Refused(response) => response.map(ResponseBody::full),

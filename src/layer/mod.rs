@@ -41,6 +41,7 @@ pub mod predicate;
 mod rate_limit;
 mod responder;
 mod settle;
+mod settle_at_end;
 mod waiting;
 
 pub use body::{RejectionBody, ResponseBody};
@@ -52,3 +53,4 @@ pub(crate) use own_fields::OwnFields;
 pub use rate_limit::{RateLimit, RateLimitLayer};
 pub use responder::{Rejection, RejectionKind};
 pub use settle::DeniedByLimit;
+pub use settle_at_end::{SettleAtEnd, SettlingBody};

@@ -4,6 +4,7 @@
 
 use super::responder::{RejectionKind, Responder};
 use super::settle::{ResponseHead, Settlement};
+use super::settle_at_end::SettleAtEnd;
 use super::waiting::{Seat, Waiter};
 use super::OwnFields;
 use crate::concurrency::{ConcurrencyLimiter, Lease};
@@ -313,9 +314,10 @@ fn served(
 }
 
 impl Admitted {
-    /// The response's head is known: write its fields, settle its charge;
-    /// the lease goes on with the body.
-    pub(crate) fn finish<B>(self, response: &mut Response<B>) -> Option<Box<Lease>> {
+    /// The response's head is known: write its fields, settle its charge
+    /// (or, when a trailer will say the cost, hand the settlement on); the
+    /// lease goes on with the body.
+    pub(crate) fn finish<B>(self, response: &mut Response<B>) -> Rider {
         let owed = self.settlement.as_ref().map(|s| {
             s.owed(&ResponseHead {
                 status: response.status(),
@@ -337,9 +339,27 @@ impl Admitted {
             }
         };
         fields.write_to(response.headers_mut());
+        let mut at_end = None;
         if let (Some(settlement), Some(owed)) = (self.settlement, owed) {
-            settlement.settle(owed);
+            // A response that owes nothing needs no trailer to say so.
+            match settlement.awaited_trailer(response.headers()) {
+                Some(trailer) if owed > 0 => {
+                    at_end = Some(SettleAtEnd::new(settlement, owed, trailer));
+                }
+                _ => settlement.settle(owed),
+            }
         }
-        self.lease
+        Rider {
+            lease: self.lease,
+            at_end,
+        }
     }
+}
+
+/// What rides on an admitted response's body until it ends: the
+/// concurrency layer's lease, or the rate-limit layer's settlement when a
+/// trailer will say the cost.
+pub(crate) struct Rider {
+    pub(crate) lease: Option<Box<Lease>>,
+    pub(crate) at_end: Option<SettleAtEnd>,
 }

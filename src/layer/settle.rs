@@ -4,11 +4,13 @@
 //! request owes what the layer's counting says, and the difference is
 //! charged or given back. `refund_when`, `count_only_when`,
 //! `refund_inner_denials` and a cost the response says (`actual_cost`)
-//! are cases of what a request owes.
+//! are cases of what a request owes. A cost said in a trailer is known
+//! only when the body ends: the settlement then rides on the body
+//! (`settle_at_end.rs`).
 
 use super::predicate::StatusPredicate;
 use crate::limiter::Plan;
-use http::{Extensions, HeaderMap, StatusCode};
+use http::{Extensions, HeaderMap, HeaderName, StatusCode};
 use smol_str::SmolStr;
 use std::fmt;
 use std::sync::Arc;
@@ -128,12 +130,22 @@ pub(crate) trait Terms: Send + Sync {
     /// Charge `more` to the request of `settlement` (`more > 0`), or give
     /// `-more` back.
     fn adjust(&self, settlement: &Settlement, more: i128);
+    /// The trailer that will say what the request cost, when its
+    /// response's head (`head`, its fields) does not.
+    fn awaited_trailer(&self, head: &HeaderMap) -> Option<HeaderName>;
 }
 
 impl Settlement {
     /// What the request owes, its response's head being known.
     pub(crate) fn owed(&self, head: &ResponseHead<'_>) -> u64 {
         self.terms.owed(self.cost, head)
+    }
+
+    /// The trailer that will say what the request cost, if its response's
+    /// head does not say it and the layer reads one
+    /// ([`ActualCost::Trailer`](super::ActualCost::Trailer)).
+    pub(crate) fn awaited_trailer(&self, head: &HeaderMap) -> Option<HeaderName> {
+        self.terms.awaited_trailer(head)
     }
 
     /// Whether the request was only tried (its admission charged nothing

@@ -218,10 +218,10 @@ impl<K: KeyExtractor, A: Algorithm, C> RateLimitLayer<K, A, C> {
     /// requests until time has paid it back; a window or the sliding log
     /// is charged up to its limit (full until it ends). A response that
     /// says no cost (or one that is not a number) keeps the estimate; so
-    /// does a response dropped before its head is known. The cost is read
-    /// from the head: a cost known only when a streamed body ends needs
-    /// the body to end first (set it as the handler's last step before
-    /// answering).
+    /// does a response dropped before its head is known. A cost known only
+    /// when a streamed body ends comes in a trailer
+    /// ([`ActualCost::Trailer`]): the settlement then waits for the body's
+    /// end, and a body dropped before it keeps the estimate.
     ///
     /// Composes with [`refund_when`](Self::refund_when) and
     /// [`count_only_when`](Self::count_only_when): a response that owes

@@ -221,6 +221,10 @@ impl<K: KeyExtractor, A: Algorithm> Terms for RateLimitConfig<K, A> {
         }
     }
 
+    fn awaited_trailer(&self, head: &HeaderMap) -> Option<http::HeaderName> {
+        self.actual_cost.as_ref()?.awaited_trailer(head).cloned()
+    }
+
     fn adjust(&self, settlement: &Settlement, more: i128) {
         let (call, cost) = if more > 0 {
             (LayerCall::LateCharge, more)
