@@ -106,10 +106,11 @@ async fn eight_workers_share_a_partners_quota_and_its_pause() {
         );
     }
     // The 429 paused every worker: nothing arrived for the rest of its two
-    // seconds once the requests already booked before it (at most one a
-    // worker, 8 × 56 ms ahead) had gone, and requests came again after.
+    // seconds once the requests already on their way had arrived (those
+    // booked before it, up to 8 × 56 ms ahead, read the pause before they
+    // go: they book again after it), and requests came again after.
     let refused = seen.refused_at.expect("the partner refused one request");
-    let quiet_from = refused + Duration::from_millis(600);
+    let quiet_from = refused + Duration::from_millis(100);
     let quiet_until = refused + Duration::from_millis(1950);
     let during: Vec<_> = arrivals
         .iter()
@@ -123,4 +124,67 @@ async fn eight_workers_share_a_partners_quota_and_its_pause() {
             .any(|t| *t > refused + Duration::from_secs(2)),
         "requests resumed after the pause"
     );
+}
+
+/// A partner whose first answer is a 429 with `Retry-After: 1`.
+async fn refuses_first(State(seen): State<Arc<Mutex<Seen>>>) -> axum::response::Response {
+    let mut seen = seen.lock().unwrap();
+    seen.arrivals.push(Instant::now());
+    if seen.arrivals.len() == 1 {
+        return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")]).into_response();
+    }
+    "ok".into_response()
+}
+
+/// A window keeps no schedule a pause could push: the pause is read before
+/// each request goes, so a window-limited client obeys a 429 too (waiting
+/// when the pause ends within its `max_wait`, refused at once otherwise).
+#[tokio::test]
+async fn a_window_limited_client_obeys_a_pause_too() {
+    use floodgate::algorithm::FixedWindow;
+    use floodgate::store::MemoryStore;
+
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let app = Router::new()
+        .route("/", get(refuses_first))
+        .with_state(seen.clone());
+    let url = common::http::serve(app).await;
+    let limiter = Limiter::new(
+        MemoryStore::new(),
+        FixedWindow::new(100, Duration::from_secs(60)),
+    );
+    let client = Client::builder(TokioExecutor::new()).build_http::<axum::body::Body>();
+    let layer = OutboundLimitLayer::new(limiter, "api.partner");
+    let mut patient = ServiceBuilder::new()
+        .layer(layer.clone().max_wait(Duration::from_secs(5)))
+        .service(client.clone());
+    let mut hasty = ServiceBuilder::new()
+        .layer(layer.max_wait(Duration::from_millis(200)))
+        .service(client);
+    let get = || {
+        http::Request::get(&url)
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    let first = patient.ready().await.unwrap().call(get()).await.unwrap();
+    assert_eq!(first.status(), 429);
+    // The pause is written in the background: give it a moment.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Paused for longer than it may wait: refused, nothing sent.
+    match hasty.ready().await.unwrap().call(get()).await {
+        Err(OutboundError::Limited(d)) => {
+            assert!(
+                d.retry_after().unwrap() > Duration::from_millis(700),
+                "{d:?}"
+            );
+        }
+        other => panic!("expected a refusal, got {:?}", other.map(|r| r.status())),
+    }
+    // Paused for less than it may wait: sent once the pause is over.
+    let second = patient.ready().await.unwrap().call(get()).await.unwrap();
+    assert_eq!(second.status(), 200);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.arrivals.len(), 2);
+    let gap = seen.arrivals[1].duration_since(seen.arrivals[0]);
+    assert!(gap >= Duration::from_secs(1), "sent {gap:?} after the 429");
 }

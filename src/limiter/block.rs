@@ -60,11 +60,15 @@ impl<A: Algorithm> Limiter<A> {
                  keeps no schedule to push",
             )));
         }
-        // Whole ms, rounded up: a block is never shorter than asked.
-        let ms = u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
-        let mode = Mode::Block {
-            ms: ms.min(MAX_BLOCK_MS),
-        };
-        self.overall(None, key, 0, mode).await
+        self.overall(None, key, 0, blocking(duration)).await
+    }
+}
+
+/// The mode of a block of `duration`: whole ms, rounded up (a block is
+/// never shorter than asked), at most [`MAX_BLOCK_MS`].
+pub(super) fn blocking(duration: Duration) -> Mode {
+    let ms = u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+    Mode::Block {
+        ms: ms.min(MAX_BLOCK_MS),
     }
 }

@@ -17,6 +17,7 @@ mod later;
 mod layer_call;
 mod outcome;
 mod own;
+mod pause;
 mod plan;
 mod reserve;
 

@@ -2,6 +2,7 @@ use super::service::OutboundLimit;
 use crate::algorithm::Algorithm;
 use crate::key::RequestView;
 use crate::layer::cost::{ActualCost, Pricing};
+use crate::limiter::Plan;
 use crate::Limiter;
 use std::fmt;
 use std::sync::Arc;
@@ -21,13 +22,19 @@ use tower_layer::Layer;
 ///
 /// When the partner answers 429 or 503 with `Retry-After` (or a
 /// `RateLimit` field with nothing remaining), the key is paused for every
-/// worker until then ([`Limiter::block`]: written to the shared store, not
-/// kept in one process). Requests booked before that answer arrived still
-/// go at their booked times (at most one a worker, usually).
+/// worker until then, in the shared store, not in one process: the key's
+/// schedule is pushed ([`Limiter::block`]), so new requests book after
+/// the pause, and a pause marker is written beside it, which a request
+/// booked earlier reads when its time comes: paused, it gives its booking
+/// back and books again after the pause (or, past its `max_wait`, returns
+/// `Limited`). Only a request already on its way when the pause is
+/// written still goes.
 ///
 /// The limiter's algorithm must be able to book ahead (GCRA or a bucket)
 /// for requests to wait; a window's limiter sends a request only if it
-/// fits now.
+/// fits now, and reads the pause marker before each request (one more
+/// store call a request), waiting for a pause that ends within
+/// `max_wait`.
 ///
 /// Two quotas with different costs (100 requests a second and 1 000 000
 /// tokens a minute) are two layers, one costing 1 a request, one the
@@ -63,6 +70,8 @@ pub(crate) struct OutboundConfig<A> {
     pub(crate) max_wait: Duration,
     pub(crate) obey: bool,
     pub(crate) actual_cost: Option<ActualCost>,
+    /// Where the keys' pauses are marked (`Limiter::pause`).
+    pub(crate) pauses: Arc<Plan>,
 }
 
 impl<A> Clone for OutboundConfig<A> {
@@ -74,6 +83,7 @@ impl<A> Clone for OutboundConfig<A> {
             max_wait: self.max_wait,
             obey: self.obey,
             actual_cost: self.actual_cost.clone(),
+            pauses: self.pauses.clone(),
         }
     }
 }
@@ -93,6 +103,7 @@ impl<A: Algorithm> OutboundLimitLayer<A> {
     pub fn new(limiter: Limiter<A>, key: impl Into<String>) -> Self {
         Self {
             config: Arc::new(OutboundConfig {
+                pauses: Arc::new(limiter.pause_plan()),
                 limiter,
                 key: OutboundKey::Fixed(key.into().into()),
                 pricing: Pricing::Fixed(1),
