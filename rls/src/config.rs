@@ -32,8 +32,11 @@
 //! are refused with a message saying so: `quota_mode` and `metadata`.
 //! floodgate's additions, all optional: `algorithm` (`fixed_window`, the
 //! default, so a file behaves as it did; `sliding_window`, `sliding_log`,
-//! `gcra`, `token_bucket`, `leaky_bucket`) and `burst` (GCRA's burst, a
-//! bucket's capacity) in a `rate_limit`; `failure_policy` (`error`,
+//! `gcra`, `token_bucket`, `leaky_bucket`), `burst` (GCRA's burst, a
+//! bucket's capacity) and `hot_keys` (`{ servers: 3, threshold: 100 }`: a
+//! value decided that often a second on an instance takes slices of its
+//! quota and is decided from them, see [`floodgate::HotKeys`]; not for
+//! `sliding_log` or `leaky_bucket`) in a `rate_limit`; `failure_policy` (`error`,
 //! `allow`, `deny`) at the top of a file, for that domain's requests when
 //! the store fails (else `--on-store-failure`'s).
 
@@ -42,6 +45,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use floodgate::HotKeys;
 use serde::Deserialize;
 
 use crate::rules::{Level, Rule, Rules, Unit, Wildcard};
@@ -132,6 +136,18 @@ struct RateLimitYaml {
     algorithm: Option<String>,
     /// floodgate's: GCRA's burst, a bucket's capacity.
     burst: Option<u64>,
+    /// floodgate's: a hot value's quota shared among the service's
+    /// instances by slices ([`floodgate::HotKeys`]).
+    hot_keys: Option<HotKeysYaml>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HotKeysYaml {
+    /// How many instances of the service share the store.
+    servers: u32,
+    /// Decisions a second on one instance that make a value hot (100).
+    threshold: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -317,15 +333,31 @@ fn rule(
             crate::rules::algorithm(limit.algorithm.as_deref(), n, unit, limit.burst)
                 .map_err(|e| format!("{full_key}: {e}"))?
         }
-        None if limit.algorithm.is_some() || limit.burst.is_some() => {
+        None if limit.algorithm.is_some() || limit.burst.is_some() || limit.hot_keys.is_some() => {
             return Err(format!(
-                "{full_key}: an unlimited descriptor has no algorithm or burst"
+                "{full_key}: an unlimited descriptor has no algorithm, burst or hot_keys"
             ))
         }
         None => None,
     };
+    let limit_name = crate::rules::limit_name('d', full_key);
+    let hot_keys = match (limit.hot_keys, algorithm) {
+        (None, _) => None,
+        (Some(hot), Some(algorithm)) => {
+            let mut hot_keys = HotKeys::new(hot.servers);
+            if let Some(per_second) = hot.threshold {
+                hot_keys = hot_keys.threshold(per_second);
+            }
+            crate::hot::check(&limit_name, algorithm, hot_keys)
+                .map_err(|e| format!("{full_key}: hot_keys: {e}"))?;
+            Some(hot_keys)
+        }
+        // requests_per_unit 0: every request is over, nothing to share.
+        (Some(_), None) => None,
+    };
     Ok(Rule {
-        limit: crate::rules::limit_name('d', full_key),
+        limit: limit_name,
+        hot_keys,
         name: limit.name,
         replaces: limit.replaces.into_iter().map(|r| r.name).collect(),
         quota,

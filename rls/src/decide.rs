@@ -4,6 +4,10 @@
 //! others (envoyproxy/ratelimit charges every descriptor, those under their
 //! limit included, and counts hits over the limit too).
 //!
+//! A descriptor whose rule has `hot_keys` is decided by that rule's own
+//! limiter (`crate::hot`) before the others, and given back if they refuse
+//! the request: all or nothing still, in two calls rather than one.
+//!
 //! Decided in several calls, so not all or nothing between them: a request
 //! with more than 16 limited descriptors ([`MAX_LIMITS`]), with two
 //! descriptors meeting the same rule (with different values, or the same
@@ -14,10 +18,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use floodgate::algorithm::{AnyAlgorithm, Limits, MAX_LIMITS};
-use floodgate::{Decision, Limiter, Quota};
+use floodgate::{Decision, HotKeys, Limiter, Quota};
 
 use std::sync::Arc;
 
+use crate::hot::HotLimiters;
 use crate::rules::{Matched, Rule, Rules, Unit};
 
 /// What one descriptor is decided by.
@@ -50,6 +55,8 @@ pub(crate) struct Limited {
     /// What the decision's `remaining` counts as charged though the
     /// request was refused by another descriptor (its cost), else 0.
     pub(crate) uncharged: u64,
+    /// `hot_keys`: decided by its rule's own limiter (`crate::hot`).
+    pub(crate) hot_keys: Option<HotKeys>,
 }
 
 impl Limited {
@@ -159,6 +166,7 @@ fn slot(
             metric_key: format!("{domain}.override"),
             decision: None,
             uncharged: 0,
+            hot_keys: None,
         };
         return Ok((DescriptorLimit::Limited(Box::new(limited)), None));
     }
@@ -189,6 +197,7 @@ fn slot(
         },
         decision: None,
         uncharged: 0,
+        hot_keys: rule.hot_keys,
     };
     Ok((DescriptorLimit::Limited(Box::new(limited)), Some(rule)))
 }
@@ -197,6 +206,7 @@ fn slot(
 /// one (see the module's docs).
 pub(crate) async fn decide(
     limiter: &Limiter<Limits>,
+    hot: &HotLimiters,
     slots: &mut [DescriptorLimit],
 ) -> Result<(), floodgate::Error> {
     let mut limited: Vec<&mut Limited> = slots
@@ -207,7 +217,7 @@ pub(crate) async fn decide(
         })
         .collect();
     // A descriptor at 0 refuses the request: the others are only looked at.
-    let refused = limited.iter().any(|l| l.algorithm.is_none() && !l.shadow);
+    let mut refused = limited.iter().any(|l| l.algorithm.is_none() && !l.shadow);
     for l in limited.iter_mut().filter(|l| l.algorithm.is_none()) {
         // Its refusal, as the header fields and statuses report it.
         let until = l.until_reset();
@@ -217,8 +227,30 @@ pub(crate) async fn decide(
         };
         l.decision = Some((Decision::over_limit(0, 0, until, until), quota));
     }
+    // Rules with hot keys first, each by its own limiter: charged, then
+    // given back below if the request is refused after all.
+    let mut hot_charged = Vec::new();
+    for (i, l) in limited.iter_mut().enumerate() {
+        let (Some(algorithm), Some(hot_keys)) = (l.algorithm, l.hot_keys) else {
+            continue;
+        };
+        let own = hot.of(limiter, &l.limit, algorithm, hot_keys)?;
+        let cost = if refused { 0 } else { l.cost };
+        let decided = own.check_all(&l.key, cost).await?;
+        if let Some(each) = decided.each().first() {
+            l.decision = Some((*each.decision(), each.quota()));
+        }
+        if decided.overall().denied() && !l.shadow {
+            refused = true;
+        } else if cost > 0 {
+            hot_charged.push((i, own));
+        }
+    }
     let mut groups: Vec<Vec<&mut Limited>> = Vec::new();
-    for l in limited.drain(..).filter(|l| l.algorithm.is_some()) {
+    let cold = limited
+        .iter_mut()
+        .filter(|l| l.algorithm.is_some() && l.hot_keys.is_none());
+    for l in cold {
         let fits = |g: &Vec<&mut Limited>| {
             g.len() < MAX_LIMITS && g[0].cost == l.cost && g.iter().all(|o| o.limit != l.limit)
         };
@@ -255,11 +287,19 @@ pub(crate) async fn decide(
         let cost = if refused { 0 } else { group[0].cost };
         let decided = limiter.check_keys_with(&keys, cost, &limits).await?;
         let charged = decided.overall().allowed();
+        refused |= !charged;
         for (l, each) in group.into_iter().zip(decided.each()) {
             l.decision = Some((*each.decision(), each.quota()));
             // A refused request charged nothing: a limit that would have
             // admitted it still has what it had.
             l.uncharged = if charged { 0 } else { cost };
+        }
+    }
+    if refused {
+        for (i, own) in hot_charged {
+            let l = &mut limited[i];
+            own.refund(&l.key, l.cost).await?;
+            l.uncharged = l.cost;
         }
     }
     Ok(())

@@ -27,6 +27,7 @@
 
 pub mod config;
 mod decide;
+mod hot;
 mod metrics;
 mod reload;
 pub mod rules;
@@ -170,7 +171,8 @@ pub fn service(options: &Options) -> Result<RateLimitService, Box<dyn std::error
             .on_store_failure(policy)
             .build()
     };
-    let mut service = RateLimitService::new(limiter(options.on_store_failure)?, rules);
+    let mut service =
+        RateLimitService::new(limiter(options.on_store_failure)?, rules).store_timeout(timeout);
     for on in [
         OnStoreFailure::Error,
         OnStoreFailure::Allow,

@@ -17,6 +17,7 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescript
 use floodgate::algorithm::{
     AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
 };
+use floodgate::HotKeys;
 
 /// Every domain's descriptors, as loaded ([`crate::config::load`]).
 #[derive(Default)]
@@ -173,6 +174,9 @@ pub struct Rule {
     pub(crate) algorithm: Option<AnyAlgorithm>,
     pub(crate) shadow: bool,
     pub(crate) detailed_metric: bool,
+    /// `hot_keys`: decided by a limiter of its own that shares a hot
+    /// value's quota by slices (`crate::hot`).
+    pub(crate) hot_keys: Option<HotKeys>,
 }
 
 /// envoyproxy/ratelimit's units, and the lengths it gives them.

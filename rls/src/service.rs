@@ -17,6 +17,7 @@ use floodgate::Limiter;
 use tonic::{Request, Response, Status};
 
 use crate::decide::{decide, slots, DescriptorLimit};
+use crate::hot::HotLimiters;
 use crate::rules::Rules;
 use crate::OnStoreFailure;
 
@@ -24,13 +25,20 @@ use crate::OnStoreFailure;
 /// (Envoy sends a handful: one per rate-limit action of the route).
 pub const MAX_DESCRIPTORS: usize = 1_024;
 
+/// The library's default store timeout.
+const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_millis(100);
+
 /// The rate limit service: the limiter that decides, the rules in force
 /// (swapped whole on a reload) and the header fields to send.
 #[derive(Clone)]
 pub struct RateLimitService {
     limiter: Limiter<Limits>,
     /// The limiters of the domains whose file names a `failure_policy`.
-    by_policy: Vec<(OnStoreFailure, Limiter<Limits>)>,
+    by_policy: Vec<(OnStoreFailure, Limiter<Limits>, Arc<HotLimiters>)>,
+    /// The limiters of the rules with `hot_keys`, beside `limiter`.
+    hot: Arc<HotLimiters>,
+    /// Their store timeout.
+    store_timeout: Duration,
     rules: Arc<ArcSwap<Rules>>,
     headers: HeaderStyle,
 }
@@ -42,9 +50,24 @@ impl RateLimitService {
         Self {
             limiter,
             by_policy: Vec::new(),
+            hot: Arc::new(HotLimiters::new(DEFAULT_STORE_TIMEOUT)),
+            store_timeout: DEFAULT_STORE_TIMEOUT,
             rules: Arc::new(ArcSwap::from_pointee(rules)),
             headers: HeaderStyle::None,
         }
+    }
+
+    /// The store timeout of the limiters a rule with `hot_keys` gets (one
+    /// each, beside the service's): give the service limiter's own
+    /// (default 100 ms, the library's).
+    #[must_use]
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.store_timeout = timeout;
+        self.hot = Arc::new(HotLimiters::new(timeout));
+        for (_, _, hot) in &mut self.by_policy {
+            *hot = Arc::new(HotLimiters::new(timeout));
+        }
+        self
     }
 
     /// Decide the domains whose file says `failure_policy: <policy>` with
@@ -52,8 +75,9 @@ impl RateLimitService {
     /// naming a policy with no limiter here takes the service's own.
     #[must_use]
     pub fn on_store_failure(mut self, policy: OnStoreFailure, limiter: Limiter<Limits>) -> Self {
-        self.by_policy.retain(|(p, _)| *p != policy);
-        self.by_policy.push((policy, limiter));
+        self.by_policy.retain(|(p, _, _)| *p != policy);
+        let hot = Arc::new(HotLimiters::new(self.store_timeout));
+        self.by_policy.push((policy, limiter, hot));
         self
     }
 
@@ -112,13 +136,15 @@ impl RateLimitService {
             slots(&rules, &req.domain, &req.descriptors, hits).map_err(Status::invalid_argument)?;
         let policy = rules.failure_policy(&req.domain);
         drop(rules);
-        let limiter = policy
-            .and_then(|p| self.by_policy.iter().find(|(q, _)| *q == p))
-            .map_or(&self.limiter, |(_, l)| l);
-        decide(limiter, &mut slots).await.map_err(|e| match e {
-            floodgate::Error::Store(e) => Status::unavailable(format!("rate limit store: {e}")),
-            other => Status::internal(other.to_string()),
-        })?;
+        let (limiter, hot) = policy
+            .and_then(|p| self.by_policy.iter().find(|(q, _, _)| *q == p))
+            .map_or((&self.limiter, &self.hot), |(_, l, h)| (l, h));
+        decide(limiter, hot, &mut slots)
+            .await
+            .map_err(|e| match e {
+                floodgate::Error::Store(e) => Status::unavailable(format!("rate limit store: {e}")),
+                other => Status::internal(other.to_string()),
+            })?;
         crate::metrics::count(&req.domain, &slots);
         Ok(self.response(&slots))
     }

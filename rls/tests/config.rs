@@ -70,7 +70,19 @@ fn broken_files_are_refused_with_envoyproxy_ratelimits_messages() {
         ),
         (
             "domain: d\ndescriptors: [ { key: k, rate_limit: { unlimited: true, algorithm: gcra } } ]",
-            "an unlimited descriptor has no algorithm or burst",
+            "an unlimited descriptor has no algorithm, burst or hot_keys",
+        ),
+        (
+            "domain: d\ndescriptors: [ { key: k, rate_limit: { unit: second, requests_per_unit: 100, algorithm: sliding_log, hot_keys: { servers: 2 } } } ]",
+            "d.k: hot_keys: invalid `hot_keys`: the sliding log and the leaky bucket cannot be shared",
+        ),
+        (
+            "domain: d\ndescriptors: [ { key: k, rate_limit: { unit: second, requests_per_unit: 10, hot_keys: { servers: 4 } } } ]",
+            "d.k: hot_keys: invalid `hot_keys`: the limit is too small to share",
+        ),
+        (
+            "domain: d\ndescriptors: [ { key: k, rate_limit: { unit: second, requests_per_unit: 10, hot_keys: { threshold: 4 } } } ]",
+            "missing field `servers`",
         ),
     ];
     for (yaml, expected) in cases {

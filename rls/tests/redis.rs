@@ -285,3 +285,129 @@ async fn a_domains_file_may_name_its_own_failure_policy() {
     redis.signal("-CONT");
     rls.stop().await;
 }
+
+const HOT: &str = r#"
+domain: edge
+descriptors:
+  - key: tenant
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1000
+      hot_keys: { servers: 1, threshold: 10 }
+  - key: org
+    rate_limit: { unit: hour, requests_per_unit: 1000 }
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 5 }
+"#;
+
+/// The script calls `redis-server` at `port` has answered since its
+/// statistics were last reset.
+fn script_calls(port: u16) -> u64 {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "info", "commandstats"])
+        .output()
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| {
+            ["cmdstat_fcall:", "cmdstat_evalsha:", "cmdstat_eval:"]
+                .iter()
+                .any(|c| l.starts_with(c))
+        })
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+fn reset_stats(port: u16) {
+    let status = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "config", "resetstat"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("redis-cli runs");
+    assert!(status.success());
+}
+
+/// 1 600 requests from 16 clients at once for one value of `entry`: what
+/// was admitted, and the script calls Redis answered for them.
+async fn hammer(rls: &common::Rls, port: u16, entry: &str) -> (u32, u64) {
+    reset_stats(port);
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let mut client = rls.client.clone();
+        let entry = entry.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let mut admitted = 0;
+            for _ in 0..100 {
+                let d = vec![descriptor(&[(&entry, "big")])];
+                let r = client.should_rate_limit(request("edge", d)).await.unwrap();
+                if r.into_inner().overall_code == OK {
+                    admitted += 1;
+                }
+            }
+            admitted
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += t.await.unwrap();
+    }
+    (admitted, script_calls(port))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hot_value_is_decided_from_slices_and_never_over_its_limit() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut rls = start_with(HOT, move |o| o.redis_url = Some(url)).await;
+    // The same load on a rule without hot keys, then on one with them.
+    let (cold_admitted, cold_calls) = hammer(&rls, redis.port, "org").await;
+    let (hot_admitted, hot_calls) = hammer(&rls, redis.port, "tenant").await;
+    assert_eq!(cold_admitted, 1000);
+    // Never more than the limit; at least 90 % of it while demand is above
+    // it (what the slices hold on the one instance at most).
+    assert!(
+        (900..=1000).contains(&hot_admitted),
+        "{hot_admitted} admitted"
+    );
+    assert!(
+        hot_calls * 4 <= cold_calls,
+        "hot keys: {hot_calls} script calls, without: {cold_calls}"
+    );
+    rls.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_refused_by_another_descriptor_gives_the_hot_ones_charge_back() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut rls = start_with(HOT, move |o| o.redis_url = Some(url)).await;
+    // A user at 5 an hour and a tenant with hot keys (not hot at this
+    // pace): 5 of 8 admitted, the tenant charged for those 5 only.
+    let mut admitted = 0;
+    for _ in 0..8 {
+        let d = vec![
+            descriptor(&[("tenant", "acme")]),
+            descriptor(&[("user", "ana")]),
+        ];
+        let r = rls.ask(request("edge", d)).await;
+        if r.overall_code == OK {
+            admitted += 1;
+        } else {
+            assert_eq!(r.statuses[0].code, OK, "the tenant is under its limit");
+            assert_eq!(r.statuses[1].code, OVER_LIMIT);
+        }
+    }
+    assert_eq!(admitted, 5);
+    let r = rls
+        .ask(request("edge", vec![descriptor(&[("tenant", "acme")])]))
+        .await;
+    assert_eq!(r.statuses[0].limit_remaining, 1000 - 5 - 1);
+    rls.stop().await;
+}

@@ -46,6 +46,12 @@
 //!     rate_limit: { unit: second, requests_per_unit: 100 }
 //! ```
 //!
+//! A descriptor one value of which takes a large share of the traffic (a
+//! big tenant, one shared API key) can say `hot_keys: { servers: 3 }` in
+//! its `rate_limit`: each instance of the service then decides that value
+//! from slices of its quota ([`HotKeys`](crate::HotKeys)), one Redis call a
+//! slice instead of one a request, never admitting more than the limit.
+//!
 //! Envoy's side is its `envoy.filters.http.ratelimit` filter with
 //! `domain: api`, a cluster for the service speaking HTTP/2, and
 //! rate-limit actions on the routes (`request_headers` for `x-api-key` as
