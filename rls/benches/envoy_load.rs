@@ -36,11 +36,14 @@
 //! went, in µs a request; a limit's cost is its Envoy + floodgate-rls CPU
 //! a request minus no limit's Envoy's, in the same round.
 
+mod support;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+use support::{free_port, Killed};
 
 use axum::serve::ListenerExt;
 
@@ -90,23 +93,6 @@ fn args() -> [usize; 3] {
         a[i] = n.expect("a positive number");
     }
     a
-}
-
-/// A child process, killed and reaped when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
 }
 
 /// `cmd`, its output into `log`, once `ready` says so; panics with its

@@ -6,7 +6,8 @@
 //!
 //! A descriptor whose rule has `hot_keys` is decided by that rule's own
 //! limiter (`crate::hot`) before the others, and given back if they refuse
-//! the request: all or nothing still, in two calls rather than one.
+//! the request: all or nothing once answered, in two calls rather than one
+//! (between them, the hot value holds the charge).
 //!
 //! Decided in several calls, so not all or nothing between them: a request
 //! with more than 16 limited descriptors ([`MAX_LIMITS`]), with two

@@ -8,20 +8,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{descriptor, free_port, request, OK};
+use common::{descriptor, free_port, request, Killed, OK};
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
 const INSTALL: &str = "run `bash scripts/test`, or install redis-server (with TLS) and openssl (Debian: apt-get install redis-server openssl)";
-
-/// A child process killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
