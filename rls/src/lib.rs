@@ -107,6 +107,11 @@ pub struct Options {
         default_value = "text"
     )]
     pub log_format: LogFormat,
+    /// Global shadow mode (envoyproxy/ratelimit's `SHADOW_MODE`): decide
+    /// as usual, answer `OK` whatever the limits say, and count each
+    /// answer so overridden.
+    #[arg(long, env = "FLOODGATE_RLS_SHADOW_MODE")]
+    pub shadow_mode: bool,
 }
 
 /// What to answer when the store fails.
@@ -189,7 +194,7 @@ pub fn service(options: &Options) -> Result<RateLimitService, Box<dyn std::error
             reset: ResetUnit::DeltaSeconds,
         },
     };
-    Ok(service.headers(headers))
+    Ok(service.headers(headers).shadow_mode(options.shadow_mode))
 }
 
 /// Serve `service` on `listener` until `shutdown` completes, reading the

@@ -13,7 +13,9 @@
 //! | `floodgate_rls_within_limit` | hits admitted |
 //! | `floodgate_rls_shadow_mode` | hits a `shadow_mode` limit would have refused |
 //!
-//! and `floodgate_rls_config_loads{result = "ok" | "error"}`. The library's
+//! and `floodgate_rls_config_loads{result = "ok" | "error"}`,
+//! `floodgate_rls_global_shadow_mode` (answers global shadow mode turned
+//! from `OVER_LIMIT` to `OK`). The library's
 //! own metrics (`floodgate_decisions_total`, ...) come with them.
 
 use metrics::counter;
@@ -53,4 +55,9 @@ pub(crate) fn count(domain: &str, slots: &[DescriptorLimit]) {
 pub(crate) fn config_loaded(ok: bool) {
     let result = if ok { "ok" } else { "error" };
     counter!("floodgate_rls_config_loads", "result" => result).increment(1);
+}
+
+/// Count an answer global shadow mode turned to `OK`.
+pub(crate) fn global_shadow_mode() {
+    counter!("floodgate_rls_global_shadow_mode").increment(1);
 }

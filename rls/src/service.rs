@@ -41,6 +41,8 @@ pub struct RateLimitService {
     store_timeout: Duration,
     rules: Arc<ArcSwap<Rules>>,
     headers: HeaderStyle,
+    /// Global shadow mode: `OK` whatever the limits say.
+    shadow_mode: bool,
 }
 
 impl RateLimitService {
@@ -54,6 +56,7 @@ impl RateLimitService {
             store_timeout: DEFAULT_STORE_TIMEOUT,
             rules: Arc::new(ArcSwap::from_pointee(rules)),
             headers: HeaderStyle::None,
+            shadow_mode: false,
         }
     }
 
@@ -89,6 +92,18 @@ impl RateLimitService {
     #[must_use]
     pub fn headers(mut self, style: HeaderStyle) -> Self {
         self.headers = style;
+        self
+    }
+
+    /// Global shadow mode (envoyproxy/ratelimit's `SHADOW_MODE`): every
+    /// request is decided and counted as usual (a request the limits
+    /// refuse is charged nothing, as when they are enforced), and the
+    /// answer is `OK` whatever they say; each answer so overridden counts
+    /// in `floodgate_rls_global_shadow_mode`. The descriptors' statuses
+    /// still say what the limits decided.
+    #[must_use]
+    pub fn shadow_mode(mut self, on: bool) -> Self {
+        self.shadow_mode = on;
         self
     }
 
@@ -154,7 +169,14 @@ impl RateLimitService {
         let over = slots
             .iter()
             .any(|s| matches!(s, DescriptorLimit::Limited(l) if l.over() && !l.shadow));
-        let code = if over { Code::OverLimit } else { Code::Ok };
+        let code = match (over, self.shadow_mode) {
+            (false, _) => Code::Ok,
+            (true, false) => Code::OverLimit,
+            (true, true) => {
+                crate::metrics::global_shadow_mode();
+                Code::Ok
+            }
+        };
         RateLimitResponse {
             overall_code: code as i32,
             statuses,

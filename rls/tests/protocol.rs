@@ -133,6 +133,31 @@ async fn shadow_mode_reports_ok_over_its_limit() {
 }
 
 #[tokio::test]
+async fn global_shadow_mode_answers_ok_and_decides_as_usual() {
+    let mut rls = start_with(
+        "domain: d\ndescriptors: [ { key: user, rate_limit: { unit: hour, requests_per_unit: 2 } } ]",
+        |o| o.shadow_mode = true,
+    )
+    .await;
+    let ask = || request("d", vec![descriptor(&[("user", "ana")])]);
+    for remaining in [1, 0] {
+        let r = rls.ask(ask()).await;
+        assert_eq!(
+            (r.overall_code, r.statuses[0].limit_remaining),
+            (OK, remaining)
+        );
+    }
+    // Over its limit: the status says so, the answer is OK, and the refused
+    // hit is charged nothing (as when enforced).
+    for _ in 0..2 {
+        let r = rls.ask(ask()).await;
+        assert_eq!(r.overall_code, OK);
+        assert_eq!(r.statuses[0].code, OVER_LIMIT);
+        assert_eq!(r.statuses[0].limit_remaining, 0);
+    }
+}
+
+#[tokio::test]
 async fn replaces_drops_the_named_limit_when_both_apply() {
     let mut rls = start(EDGE).await;
     let both = || {

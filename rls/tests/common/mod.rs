@@ -115,6 +115,7 @@ pub fn options(config: PathBuf) -> Options {
         headers: Headers::None,
         reload_ms: 100,
         log_format: LogFormat::Text,
+        shadow_mode: false,
     }
 }
 
