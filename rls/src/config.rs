@@ -160,12 +160,25 @@ struct ReplacesYaml {
 /// Read the configuration at `path`: one YAML file, or a directory whose
 /// `*.yaml` and `*.yml` files (not those in its subdirectories) are read
 /// in name order. Each file holds one domain; a domain in two files is
-/// refused.
+/// refused (see [`load_with`] to merge them).
 ///
 /// # Errors
 /// A [`ConfigFileError`] naming the file and what is wrong.
 pub fn load(path: &Path) -> Result<Rules, ConfigFileError> {
-    let mut rules = Rules::default();
+    load_with(path, false)
+}
+
+/// [`load`], and with `merge_domains` a domain may be in several files
+/// ([`Rules::merging_domains`]).
+///
+/// # Errors
+/// A [`ConfigFileError`] naming the file and what is wrong.
+pub fn load_with(path: &Path, merge_domains: bool) -> Result<Rules, ConfigFileError> {
+    let mut rules = if merge_domains {
+        Rules::merging_domains()
+    } else {
+        Rules::default()
+    };
     for file in files(path)? {
         let name = file.display().to_string();
         let text = std::fs::read_to_string(&file)
@@ -208,7 +221,7 @@ pub fn add_file(rules: &mut Rules, name: &str, text: &str) -> Result<(), ConfigF
     if file.domain.is_empty() {
         return Err(err("config file cannot have empty domain".into()));
     }
-    if rules.domains.contains_key(&file.domain) {
+    if rules.domains.contains_key(&file.domain) && !rules.merge_domains {
         return Err(err(format!(
             "duplicate domain '{}' in config file",
             file.domain
@@ -228,10 +241,35 @@ pub fn add_file(rules: &mut Rules, name: &str, text: &str) -> Result<(), ConfigF
     let mut root = Level::default();
     let parent = format!("{}.", file.domain);
     load_descriptors(&mut root, &parent, file.descriptors).map_err(err)?;
+    if let (Some(policy), Some(before)) = (policy, rules.policies.get(&file.domain)) {
+        if policy != *before {
+            return Err(err(format!(
+                "domain '{}' has another failure_policy in another file",
+                file.domain
+            )));
+        }
+    }
     if let Some(policy) = policy {
         rules.policies.insert(file.domain.clone(), policy);
     }
-    rules.domains.insert(file.domain, root);
+    match rules.domains.get_mut(&file.domain) {
+        // A domain of an earlier file (merging): its descriptors and
+        // these, none in both.
+        Some(earlier) => {
+            for (key, child) in root.children {
+                if earlier.children.contains_key(&key) {
+                    return Err(err(format!(
+                        "duplicate descriptor composite key '{parent}{key}'"
+                    )));
+                }
+                earlier.children.insert(key, child);
+            }
+            earlier.wildcards.extend(root.wildcards);
+        }
+        None => {
+            rules.domains.insert(file.domain, root);
+        }
+    }
     Ok(())
 }
 

@@ -112,6 +112,11 @@ pub struct Options {
     /// answer so overridden.
     #[arg(long, env = "FLOODGATE_RLS_SHADOW_MODE")]
     pub shadow_mode: bool,
+    /// A domain may be in several files of the configuration directory
+    /// (envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG`): their descriptors
+    /// are put together.
+    #[arg(long, env = "FLOODGATE_RLS_MERGE_DOMAINS")]
+    pub merge_domains: bool,
 }
 
 /// What to answer when the store fails.
@@ -150,7 +155,7 @@ pub enum LogFormat {
 /// # Errors
 /// A configuration file refused, a Redis URL that is not one.
 pub fn service(options: &Options) -> Result<RateLimitService, Box<dyn std::error::Error>> {
-    let rules = config::load(&options.config)?;
+    let rules = config::load_with(&options.config, options.merge_domains)?;
     let store: Store = match &options.redis_url {
         None => MemoryStore::new().into(),
         Some(url) if options.redis_cluster => RedisClusterStore::from_url(url)?.into(),
@@ -216,6 +221,7 @@ pub async fn serve(
         .await;
     let watcher = tokio::spawn(reload::watch(
         options.config.clone(),
+        options.merge_domains,
         service.rules().clone(),
         Duration::from_millis(options.reload_ms.max(10)),
     ));

@@ -30,7 +30,12 @@ fn snapshot(path: &Path) -> Snapshot {
 }
 
 /// Keep `rules` as the files at `path` say, until the task is dropped.
-pub(crate) async fn watch(path: PathBuf, rules: Arc<ArcSwap<Rules>>, interval: Duration) {
+pub(crate) async fn watch(
+    path: PathBuf,
+    merge_domains: bool,
+    rules: Arc<ArcSwap<Rules>>,
+    interval: Duration,
+) {
     let mut last = snapshot(&path);
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -41,7 +46,7 @@ pub(crate) async fn watch(path: PathBuf, rules: Arc<ArcSwap<Rules>>, interval: D
             continue;
         }
         last = now;
-        match config::load(&path) {
+        match config::load_with(&path, merge_domains) {
             Ok(new) => {
                 let domains = new.domains().count();
                 rules.store(Arc::new(new));

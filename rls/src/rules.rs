@@ -25,9 +25,22 @@ pub struct Rules {
     pub(crate) domains: HashMap<String, Level>,
     /// The domains whose file names a `failure_policy`.
     pub(crate) policies: HashMap<String, OnStoreFailure>,
+    /// Whether a domain's descriptors may come from several files.
+    pub(crate) merge_domains: bool,
 }
 
 impl Rules {
+    /// No rules yet, and a domain may take its descriptors from several
+    /// files (envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG`): their
+    /// descriptors are put together, a descriptor in two of them refused
+    /// as in one file.
+    pub fn merging_domains() -> Self {
+        Self {
+            merge_domains: true,
+            ..Self::default()
+        }
+    }
+
     /// The failure policy `domain`'s file names, if any.
     pub fn failure_policy(&self, domain: &str) -> Option<OnStoreFailure> {
         self.policies.get(domain).copied()

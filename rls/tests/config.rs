@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{descriptor, request, start_with};
-use floodgate_rls::config::{add_file, load};
+use floodgate_rls::config::{add_file, load, load_with};
 use floodgate_rls::Rules;
 
 fn refused(yaml: &str) -> String {
@@ -92,6 +92,84 @@ fn broken_files_are_refused_with_envoyproxy_ratelimits_messages() {
             "{yaml:?}: {reason:?} lacks {expected:?}"
         );
     }
+}
+
+#[test]
+fn merging_domains_puts_a_domains_files_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "a.yaml",
+        "domain: d\ndescriptors: [ { key: user, rate_limit: { unit: second, requests_per_unit: 1 } } ]",
+    );
+    write(
+        "b.yaml",
+        "domain: d\nfailure_policy: allow\ndescriptors: [ { key: org, rate_limit: { unit: second, requests_per_unit: 2 } } ]",
+    );
+    assert!(load(dir.path())
+        .err()
+        .unwrap()
+        .reason()
+        .contains("duplicate domain 'd'"));
+    let rules = load_with(dir.path(), true).unwrap();
+    assert_eq!(rules.domains().collect::<Vec<_>>(), ["d"]);
+    assert_eq!(
+        rules.failure_policy("d"),
+        Some(floodgate_rls::OnStoreFailure::Allow)
+    );
+    // A descriptor in two files, or two failure policies: refused.
+    write(
+        "c.yaml",
+        "domain: d\ndescriptors: [ { key: user, rate_limit: { unit: second, requests_per_unit: 5 } } ]",
+    );
+    let e = load_with(dir.path(), true).err().unwrap();
+    assert!(e.file().ends_with("c.yaml"), "{e}");
+    assert!(
+        e.reason()
+            .contains("duplicate descriptor composite key 'd.user'"),
+        "{e}"
+    );
+    write("c.yaml", "domain: d\nfailure_policy: deny\n");
+    let e = load_with(dir.path(), true).err().unwrap();
+    assert!(e.reason().contains("another failure_policy"), "{e}");
+}
+
+#[tokio::test]
+async fn merged_files_decide_as_one_domain() {
+    // The service reads the test's directory: its `config.yaml` and a
+    // second file of the same domain.
+    let mut rls = start_with(
+        "domain: d\ndescriptors: [ { key: user, rate_limit: { unit: hour, requests_per_unit: 1 } } ]",
+        |o| {
+            o.merge_domains = true;
+            let dir = o.config.parent().unwrap().to_owned();
+            std::fs::write(
+                dir.join("more.yaml"),
+                "domain: d\ndescriptors: [ { key: org, rate_limit: { unit: hour, requests_per_unit: 1 } } ]",
+            )
+            .unwrap();
+            o.config = dir;
+        },
+    )
+    .await;
+    let ask = || {
+        request(
+            "d",
+            vec![
+                descriptor(&[("user", "ana")]),
+                descriptor(&[("org", "acme")]),
+            ],
+        )
+    };
+    let r = rls.ask(ask()).await;
+    assert_eq!(r.overall_code, common::OK);
+    assert!(
+        r.statuses.iter().all(|s| s.current_limit.is_some()),
+        "{r:?}"
+    );
+    let r = rls.ask(ask()).await;
+    assert_eq!(r.overall_code, common::OVER_LIMIT);
+    rls.stop().await;
 }
 
 #[test]

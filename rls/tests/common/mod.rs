@@ -116,6 +116,7 @@ pub fn options(config: PathBuf) -> Options {
         reload_ms: 100,
         log_format: LogFormat::Text,
         shadow_mode: false,
+        merge_domains: false,
     }
 }
 
