@@ -4,6 +4,9 @@
 //! others (envoyproxy/ratelimit charges every descriptor, those under their
 //! limit included, and counts hits over the limit too).
 //!
+//! A descriptor with `is_negative_hits` gives its hits back (a refund of
+//! its limit) whatever the others decide, and never refuses the request.
+//!
 //! A descriptor whose rule has `hot_keys` is decided by that rule's own
 //! limiter (`crate::hot`) before the others, and given back if they refuse
 //! the request: all or nothing once answered, in two calls rather than one
@@ -58,6 +61,8 @@ pub(crate) struct Limited {
     pub(crate) uncharged: u64,
     /// `hot_keys`: decided by its rule's own limiter (`crate::hot`).
     pub(crate) hot_keys: Option<HotKeys>,
+    /// `is_negative_hits`: its hits are given back, not charged.
+    pub(crate) negative: bool,
 }
 
 impl Limited {
@@ -72,11 +77,12 @@ impl Limited {
         }
     }
 
-    /// Whether this descriptor refuses the request.
+    /// Whether this descriptor refuses the request (one that gives hits
+    /// back never does).
     pub(crate) fn over(&self) -> bool {
         match &self.decision {
             Some((d, _)) => d.denied(),
-            None => self.algorithm.is_none(),
+            None => self.algorithm.is_none() && !self.negative,
         }
     }
 
@@ -120,9 +126,6 @@ pub(crate) fn slots(
     let mut slots = Vec::with_capacity(descriptors.len());
     let mut names = Vec::with_capacity(descriptors.len());
     for d in descriptors {
-        if d.is_negative_hits {
-            return Err("is_negative_hits is not supported".into());
-        }
         let cost = d.hits_addend.as_ref().map_or(request_hits, |h| h.value);
         let (slot, rule) = slot(rules, domain, d, cost)?;
         let name = match rule {
@@ -168,6 +171,7 @@ fn slot(
             decision: None,
             uncharged: 0,
             hot_keys: None,
+            negative: d.is_negative_hits,
         };
         return Ok((DescriptorLimit::Limited(Box::new(limited)), None));
     }
@@ -199,6 +203,7 @@ fn slot(
         decision: None,
         uncharged: 0,
         hot_keys: rule.hot_keys,
+        negative: d.is_negative_hits,
     };
     Ok((DescriptorLimit::Limited(Box::new(limited)), Some(rule)))
 }
@@ -217,6 +222,26 @@ pub(crate) async fn decide(
             _ => None,
         })
         .collect();
+    // Hits given back (`is_negative_hits`): a refund each, whatever the
+    // others decide; never a refusal.
+    for l in limited.iter_mut().filter(|l| l.negative) {
+        let Some(algorithm) = l.algorithm else {
+            continue;
+        };
+        let decided = match l.hot_keys {
+            Some(hot_keys) => {
+                let own = hot.of(limiter, &l.limit, algorithm, hot_keys)?;
+                own.refund(&l.key, l.cost).await?
+            }
+            None => {
+                let limits =
+                    Limits::try_new(&l.limit, algorithm).map_err(floodgate::Error::Unsupported)?;
+                limiter.refund_with(&l.key, l.cost, &limits).await?
+            }
+        };
+        l.decision = Some((decided, algorithm.quota()));
+    }
+    limited.retain(|l| !l.negative);
     // A descriptor at 0 refuses the request: the others are only looked at.
     let mut refused = limited.iter().any(|l| l.algorithm.is_none() && !l.shadow);
     for l in limited.iter_mut().filter(|l| l.algorithm.is_none()) {

@@ -25,9 +25,13 @@ use crate::decide::DescriptorLimit;
 /// Count a decided request's descriptors.
 pub(crate) fn count(domain: &str, slots: &[DescriptorLimit]) {
     for slot in slots {
+        // Hits given back (`is_negative_hits`) are not hits.
         let DescriptorLimit::Limited(l) = slot else {
             continue;
         };
+        if l.negative {
+            continue;
+        }
         let labels = [("domain", domain.to_owned()), ("key", l.metric_key.clone())];
         let hits = l.cost;
         counter!("floodgate_rls_total_hits", &labels).increment(hits);

@@ -232,6 +232,45 @@ async fn descriptors_are_decided_all_or_nothing() {
 }
 
 #[tokio::test]
+async fn negative_hits_give_back_what_was_charged() {
+    let mut rls = start_with(
+        "domain: d\ndescriptors: [ { key: user, rate_limit: { unit: hour, requests_per_unit: 3, algorithm: gcra } }, { key: zero, rate_limit: { unit: hour, requests_per_unit: 0 } } ]",
+        |_| {},
+    )
+    .await;
+    let charge = || request("d", vec![descriptor(&[("user", "ana")])]);
+    for _ in 0..3 {
+        assert_eq!(rls.ask(charge()).await.overall_code, OK);
+    }
+    assert_eq!(rls.ask(charge()).await.overall_code, OVER_LIMIT);
+    // Two hits given back: OK, two remaining, and two more admitted.
+    let mut give_back = descriptor(&[("user", "ana")]);
+    give_back.hits_addend = Some(UInt64Value { value: 2 });
+    give_back.is_negative_hits = true;
+    let r = rls.ask(request("d", vec![give_back.clone()])).await;
+    assert_eq!((r.overall_code, r.statuses[0].code), (OK, OK));
+    assert_eq!(r.statuses[0].limit_remaining, 2);
+    for _ in 0..2 {
+        assert_eq!(rls.ask(charge()).await.overall_code, OK);
+    }
+    assert_eq!(rls.ask(charge()).await.overall_code, OVER_LIMIT);
+    // Given back to a limit of 0, or beside a refusal: never a refusal of
+    // its own, and given back all the same.
+    let mut zero = descriptor(&[("zero", "z")]);
+    zero.is_negative_hits = true;
+    let r = rls.ask(request("d", vec![zero])).await;
+    assert_eq!(r.overall_code, OK);
+    let r = rls
+        .ask(request(
+            "d",
+            vec![give_back, charge().descriptors[0].clone()],
+        ))
+        .await;
+    assert_eq!(r.statuses[0].limit_remaining, 2);
+    assert_eq!(r.overall_code, OK, "the charge fits once the hits are back");
+}
+
+#[tokio::test]
 async fn hits_addend_per_request_and_per_descriptor() {
     let mut rls = start(EDGE).await;
     let mut req = request("edge", vec![descriptor(&[("remote_address", "10.1.1.1")])]);
