@@ -12,24 +12,15 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Extension, Router};
 use common::http::{eventually, on_both_stores, serve};
+use common::late_costs::{settles_at, tokens};
 use common::T0;
 use floodgate::algorithm::{FixedWindow, TokenBucket};
 use floodgate::clock::ManualClock;
 use floodgate::key::Header;
 use floodgate::layer::{ActualCost, Cost, RateLimitLayer};
-use floodgate::store::Store;
 use floodgate::Limiter;
 use http::HeaderName;
 use std::time::Duration;
-
-/// 1 000 tokens a minute (one every 60 ms), on a clock the test moves.
-fn tokens(store: Store, clock: &ManualClock) -> Limiter<TokenBucket> {
-    Limiter::builder(store, TokenBucket::new(1000, 1000.0 / 60.0))
-        .name("tokens")
-        .clock(clock.clone())
-        .build()
-        .unwrap()
-}
 
 /// Answers with the tokens the query asks for (`?used=N`) as the header
 /// `x-tokens-used` and as a `Cost` extension; `?used=forever` never answers.
@@ -59,12 +50,6 @@ async fn app_with(limiter: Limiter<TokenBucket>, source: ActualCost) -> String {
 
 fn header_source() -> ActualCost {
     ActualCost::Header(HeaderName::from_static("x-tokens-used"))
-}
-
-/// The tokens left for `key`, once any settlement in the background is done
-/// (`expected`).
-async fn settles_at(limiter: &Limiter<TokenBucket>, key: &str, expected: u64) {
-    eventually(async || limiter.peek(key).await.unwrap().remaining() == expected).await;
 }
 
 #[tokio::test]

@@ -11,13 +11,13 @@ use axum::extract::Request;
 use axum::routing::get;
 use axum::{Extension, Router};
 use bytes::Bytes;
-use common::http::{eventually, on_both_stores, serve};
+use common::http::{on_both_stores, serve};
+use common::late_costs::{settles_at, tokens};
 use common::T0;
 use floodgate::algorithm::TokenBucket;
 use floodgate::clock::ManualClock;
 use floodgate::key::Header;
 use floodgate::layer::{ActualCost, RateLimitLayer};
-use floodgate::store::Store;
 use floodgate::Limiter;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body::{Body as _, Frame};
@@ -32,15 +32,6 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 const TOKENS: HeaderName = HeaderName::from_static("x-tokens-used");
-
-/// 1 000 tokens a minute, on a clock the test holds still.
-fn tokens(store: Store, clock: &ManualClock) -> Limiter<TokenBucket> {
-    Limiter::builder(store, TokenBucket::new(1000, 1000.0 / 60.0))
-        .name("tokens")
-        .clock(clock.clone())
-        .build()
-        .unwrap()
-}
 
 /// A streamed answer: two chunks, then (when it has one) a trailer, or
 /// never an end (`stall`); with a `gate`, the trailer waits for it.
@@ -109,26 +100,27 @@ async fn llm(Extension(gate): Extension<Gate>, req: Request) -> http::Response<B
     res
 }
 
+/// The layer: 100 tokens estimated a request, the trailer settling it.
+fn layer(limiter: Limiter<TokenBucket>) -> RateLimitLayer<Header, TokenBucket> {
+    RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap())
+        .cost(100)
+        .actual_cost(ActualCost::Trailer(TOKENS))
+}
+
 async fn app(limiter: Limiter<TokenBucket>) -> String {
     app_gated(limiter, Gate::default()).await
 }
 
 async fn app_gated(limiter: Limiter<TokenBucket>, gate: Gate) -> String {
-    let layer = RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap())
-        .cost(100)
-        .actual_cost(ActualCost::Trailer(TOKENS));
-    let routes = Router::new().route("/", get(llm)).layer(layer);
+    let routes = Router::new().route("/", get(llm)).layer(layer(limiter));
     serve(routes.layer(Extension(gate))).await
 }
 
 /// The same, counting only successful answers: a request is only tried
 /// when admitted, and charged once its response says it counts.
 async fn app_counting_successes(limiter: Limiter<TokenBucket>) -> String {
-    let layer = RateLimitLayer::new(limiter, Header::try_new("x-api-key").unwrap())
-        .cost(100)
-        .actual_cost(ActualCost::Trailer(TOKENS))
-        .count_only_when(|s: http::StatusCode| s.is_success());
-    let routes = Router::new().route("/", get(llm)).layer(layer);
+    let counting = layer(limiter).count_only_when(|s: http::StatusCode| s.is_success());
+    let routes = Router::new().route("/", get(llm)).layer(counting);
     serve(routes.layer(Extension(Gate::default()))).await
 }
 
@@ -162,11 +154,6 @@ where
         }
     }
     (data, trailers)
-}
-
-/// The tokens left for `key`, once the settlement is made (`expected`).
-async fn settles_at(limiter: &Limiter<TokenBucket>, key: &str, expected: u64) {
-    eventually(async || limiter.peek(key).await.unwrap().remaining() == expected).await;
 }
 
 #[tokio::test]

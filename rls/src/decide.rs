@@ -266,10 +266,14 @@ pub(crate) async fn decide(
         if let Some(each) = decided.each().first() {
             l.decision = Some((*each.decision(), each.quota()));
         }
-        if decided.overall().denied() && !l.shadow {
+        // Charged only if it admitted: a limit in shadow mode that denies
+        // refuses nothing, and has nothing to give back either.
+        if decided.overall().allowed() {
+            if cost > 0 {
+                hot_charged.push((i, own));
+            }
+        } else if !l.shadow {
             refused = true;
-        } else if cost > 0 {
-            hot_charged.push((i, own));
         }
     }
     let mut groups: Vec<Vec<&mut Limited>> = Vec::new();

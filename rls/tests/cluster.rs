@@ -7,7 +7,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{descriptor, free_port, request, start_with, OK};
+use common::{count_admitted, descriptor, free_port, request, start_with};
 
 /// Three `redis-server` primaries of this test's own, made one cluster.
 struct Cluster {
@@ -118,28 +118,12 @@ descriptors:
             .await,
         );
     }
-    let mut tasks = Vec::new();
-    for rls in &fleet {
-        let mut client = rls.client.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut admitted = 0;
-            for _ in 0..25 {
-                let d = vec![
-                    descriptor(&[("user", "ana")]),
-                    descriptor(&[("org", "acme")]),
-                ];
-                let r = client.should_rate_limit(request("edge", d)).await.unwrap();
-                if r.into_inner().overall_code == OK {
-                    admitted += 1;
-                }
-            }
-            admitted
-        }));
-    }
-    let mut admitted = 0;
-    for t in tasks {
-        admitted += t.await.unwrap();
-    }
+    let d = vec![
+        descriptor(&[("user", "ana")]),
+        descriptor(&[("org", "acme")]),
+    ];
+    let clients = fleet.iter().map(|rls| rls.client.clone());
+    let admitted = count_admitted(clients, 25, &request("edge", d)).await;
     assert_eq!(admitted, 20, "the user's limit, across four instances");
     let r = fleet[0]
         .ask(request("edge", vec![descriptor(&[("org", "acme")])]))

@@ -158,6 +158,37 @@ async fn global_shadow_mode_answers_ok_and_decides_as_usual() {
 }
 
 #[tokio::test]
+async fn a_hot_rule_in_shadow_mode_over_its_limit_is_given_nothing_back() {
+    let mut rls = start(
+        "domain: d\ndescriptors:\n  - key: tenant\n    shadow_mode: true\n    rate_limit: { unit: hour, requests_per_unit: 20, hot_keys: { servers: 1 } }\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n",
+    )
+    .await;
+    let tenant = || descriptor(&[("tenant", "acme")]);
+    for _ in 0..21 {
+        assert_eq!(rls.ask(request("d", vec![tenant()])).await.overall_code, OK);
+    }
+    assert_eq!(
+        rls.ask(request("d", vec![descriptor(&[("user", "ana")])]))
+            .await
+            .overall_code,
+        OK
+    );
+    // The tenant (shadowed) denies, the user refuses: nothing was charged
+    // to the tenant, so nothing goes back to it.
+    let r = rls
+        .ask(request("d", vec![tenant(), descriptor(&[("user", "ana")])]))
+        .await;
+    assert_eq!(r.overall_code, OVER_LIMIT);
+    let mut look = tenant();
+    look.hits_addend = Some(UInt64Value { value: 0 });
+    let r = rls.ask(request("d", vec![look])).await;
+    assert_eq!(
+        r.statuses[0].limit_remaining, 0,
+        "the tenant is still spent"
+    );
+}
+
+#[tokio::test]
 async fn replaces_drops_the_named_limit_when_both_apply() {
     let mut rls = start(EDGE).await;
     let both = || {

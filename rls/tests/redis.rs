@@ -7,7 +7,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{descriptor, free_port, request, start_with, OK, OVER_LIMIT};
+use common::{count_admitted, descriptor, free_port, request, start_with, OK, OVER_LIMIT};
 use floodgate_rls::OnStoreFailure;
 
 /// A `redis-server` of this test's own on a free loopback port.
@@ -79,29 +79,12 @@ async fn four_instances_on_one_redis_never_admit_more_than_the_limit() {
     }
     // 100 requests for one user and one org, from the four instances at
     // once: 20 admitted (the user's limit), the org charged 20 times only.
-    let mut tasks = Vec::new();
-    for (i, rls) in fleet.iter().enumerate() {
-        let mut client = rls.client.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut admitted = 0;
-            for _ in 0..25 {
-                let d = vec![
-                    descriptor(&[("user", "ana")]),
-                    descriptor(&[("org", "acme")]),
-                ];
-                let r = client.should_rate_limit(request("edge", d)).await.unwrap();
-                if r.into_inner().overall_code == OK {
-                    admitted += 1;
-                }
-            }
-            (i, admitted)
-        }));
-    }
-    let mut admitted = 0;
-    for t in tasks {
-        admitted += t.await.unwrap().1;
-    }
-    assert_eq!(admitted, 20);
+    let d = vec![
+        descriptor(&[("user", "ana")]),
+        descriptor(&[("org", "acme")]),
+    ];
+    let clients = fleet.iter().map(|rls| rls.client.clone());
+    assert_eq!(count_admitted(clients, 25, &request("edge", d)).await, 20);
     let r = fleet[0]
         .ask(request("edge", vec![descriptor(&[("org", "acme")])]))
         .await;
@@ -336,28 +319,11 @@ fn reset_stats(port: u16) {
 
 /// 1 600 requests from 16 clients at once for one value of `entry`: what
 /// was admitted, and the script calls Redis answered for them.
-async fn hammer(rls: &common::Rls, port: u16, entry: &str) -> (u32, u64) {
+async fn hammer(rls: &common::Rls, port: u16, entry: &str) -> (usize, u64) {
     reset_stats(port);
-    let mut tasks = Vec::new();
-    for _ in 0..16 {
-        let mut client = rls.client.clone();
-        let entry = entry.to_owned();
-        tasks.push(tokio::spawn(async move {
-            let mut admitted = 0;
-            for _ in 0..100 {
-                let d = vec![descriptor(&[(&entry, "big")])];
-                let r = client.should_rate_limit(request("edge", d)).await.unwrap();
-                if r.into_inner().overall_code == OK {
-                    admitted += 1;
-                }
-            }
-            admitted
-        }));
-    }
-    let mut admitted = 0;
-    for t in tasks {
-        admitted += t.await.unwrap();
-    }
+    let req = request("edge", vec![descriptor(&[(entry, "big")])]);
+    let clients = (0..16).map(|_| rls.client.clone());
+    let admitted = count_admitted(clients, 100, &req).await;
     (admitted, script_calls(port))
 }
 

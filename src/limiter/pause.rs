@@ -4,8 +4,10 @@
 //! which new bookings see; a request booked before it holds its time
 //! already, and a block that falls within what is booked changes nothing.
 //! So a pause is also kept as a marker of its own: a GCRA limit of one a
-//! millisecond named `pause` under the limiter (`{prefix}:{name}/pause:…`),
-//! which only pauses charge, and whose backlog is the pause left.
+//! millisecond named `~pause` under the limiter (`{prefix}:{name}/~pause:…`),
+//! which only pauses charge, and whose backlog is the pause left. `~` is
+//! no character of a limit's name (`A-Z a-z 0-9 _ - .`), so no limit of
+//! the user's shares the marker's keys.
 
 use super::block::blocking;
 use super::{Limiter, Plan};
@@ -15,6 +17,9 @@ use crate::{Error, Reason};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The marker's limit name: one no limit of the user's can have.
+const MARKER: &str = "~pause";
+
 impl<A: Algorithm> Limiter<A> {
     /// The plan of the pause markers of this limiter's keys: made once by
     /// the outbound layer.
@@ -22,7 +27,7 @@ impl<A: Algorithm> Limiter<A> {
         let marker = parts_of(&Gcra::new(1, Duration::from_millis(1)));
         let parts = marker
             .into_iter()
-            .map(|(_, spec)| (Some(Arc::from("pause")), spec))
+            .map(|(_, spec)| (Some(Arc::from(MARKER)), spec))
             .collect();
         self.inner.core.plan(parts, 0)
     }

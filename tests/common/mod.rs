@@ -9,6 +9,7 @@ pub mod child;
 pub mod cluster;
 pub mod experiments;
 pub mod http;
+pub mod late_costs;
 pub mod load;
 pub mod sentinel;
 pub mod sf;

@@ -1,4 +1,5 @@
-//! What both benches of floodgate-rls start their processes with.
+//! What both benches of floodgate-rls start their processes with (the
+//! tests take it too, in `tests/common`).
 
 use std::process::Child;
 
@@ -12,7 +13,7 @@ impl Drop for Killed {
     }
 }
 
-/// A free loopback port.
+/// A loopback port free when asked (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

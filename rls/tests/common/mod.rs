@@ -48,23 +48,12 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 0 }
 "#;
 
-/// A loopback port free when asked (bound, then released).
-/// A child process, killed and reaped when dropped.
-pub struct Killed(pub std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
+// The child-process guard and free ports, as the benches have them.
+#[path = "../../benches/support/mod.rs"]
+mod support;
+// Not every test binary starts a child process.
+#[allow(unused_imports)]
+pub use support::{free_port, Killed};
 
 pub const OK: i32 = 1;
 pub const OVER_LIMIT: i32 = 2;
@@ -166,6 +155,34 @@ pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
             .collect(),
         ..RateLimitDescriptor::default()
     }
+}
+
+/// `req` sent `calls` times by each of `clients` at once (a task each):
+/// how many were answered `OK`.
+pub async fn count_admitted(
+    clients: impl IntoIterator<Item = RateLimitServiceClient<Channel>>,
+    calls: usize,
+    req: &RateLimitRequest,
+) -> usize {
+    let mut tasks = Vec::new();
+    for mut client in clients {
+        let req = req.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut admitted = 0;
+            for _ in 0..calls {
+                let r = client.should_rate_limit(req.clone()).await.unwrap();
+                if r.into_inner().overall_code == OK {
+                    admitted += 1;
+                }
+            }
+            admitted
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += t.await.unwrap();
+    }
+    admitted
 }
 
 /// A request of `domain` with `descriptors`, one hit.
