@@ -21,6 +21,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::google::protobuf::Struct;
 use floodgate::algorithm::{AnyAlgorithm, Limits, MAX_LIMITS};
 use floodgate::{Decision, HotKeys, Limiter, Quota};
 
@@ -63,6 +64,8 @@ pub(crate) struct Limited {
     pub(crate) hot_keys: Option<HotKeys>,
     /// `is_negative_hits`: its hits are given back, not charged.
     pub(crate) negative: bool,
+    /// Its rule's `metadata:` (`crate::metadata`).
+    pub(crate) metadata: Option<Arc<Struct>>,
 }
 
 impl Limited {
@@ -172,6 +175,7 @@ fn slot(
             uncharged: 0,
             hot_keys: None,
             negative: d.is_negative_hits,
+            metadata: None,
         };
         return Ok((DescriptorLimit::Limited(Box::new(limited)), None));
     }
@@ -204,6 +208,7 @@ fn slot(
         uncharged: 0,
         hot_keys: rule.hot_keys,
         negative: d.is_negative_hits,
+        metadata: rule.metadata.clone(),
     };
     Ok((DescriptorLimit::Limited(Box::new(limited)), Some(rule)))
 }

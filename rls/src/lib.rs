@@ -28,6 +28,7 @@
 pub mod config;
 mod decide;
 mod hot;
+mod metadata;
 mod metrics;
 mod reload;
 pub mod rules;
@@ -117,6 +118,11 @@ pub struct Options {
     /// are put together.
     #[arg(long, env = "FLOODGATE_RLS_MERGE_DOMAINS")]
     pub merge_domains: bool,
+    /// Answers carry dynamic metadata for Envoy (envoyproxy/ratelimit's
+    /// `RESPONSE_DYNAMIC_METADATA`): the request's domain and descriptors,
+    /// and the `metadata:` of the descriptors not over their limit.
+    #[arg(long, env = "FLOODGATE_RLS_RESPONSE_DYNAMIC_METADATA")]
+    pub response_dynamic_metadata: bool,
 }
 
 /// What to answer when the store fails.
@@ -199,7 +205,10 @@ pub fn service(options: &Options) -> Result<RateLimitService, Box<dyn std::error
             reset: ResetUnit::DeltaSeconds,
         },
     };
-    Ok(service.headers(headers).shadow_mode(options.shadow_mode))
+    Ok(service
+        .headers(headers)
+        .shadow_mode(options.shadow_mode)
+        .dynamic_metadata(options.response_dynamic_metadata))
 }
 
 /// Serve `service` on `listener` until `shutdown` completes, reading the

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::OnStoreFailure;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::google::protobuf::Struct;
 use floodgate::algorithm::{
     AnyAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingLog, SlidingWindow, TokenBucket,
 };
@@ -190,6 +191,9 @@ pub struct Rule {
     /// `hot_keys`: decided by a limiter of its own that shares a hot
     /// value's quota by slices (`crate::hot`).
     pub(crate) hot_keys: Option<HotKeys>,
+    /// The descriptor's `metadata:`, for the answer's dynamic metadata
+    /// (`crate::metadata`).
+    pub(crate) metadata: Option<Arc<Struct>>,
 }
 
 /// envoyproxy/ratelimit's units, and the lengths it gives them.

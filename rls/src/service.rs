@@ -43,6 +43,8 @@ pub struct RateLimitService {
     headers: HeaderStyle,
     /// Global shadow mode: `OK` whatever the limits say.
     shadow_mode: bool,
+    /// Whether answers carry dynamic metadata (`crate::metadata`).
+    dynamic_metadata: bool,
 }
 
 impl RateLimitService {
@@ -57,6 +59,7 @@ impl RateLimitService {
             rules: Arc::new(ArcSwap::from_pointee(rules)),
             headers: HeaderStyle::None,
             shadow_mode: false,
+            dynamic_metadata: false,
         }
     }
 
@@ -104,6 +107,19 @@ impl RateLimitService {
     #[must_use]
     pub fn shadow_mode(mut self, on: bool) -> Self {
         self.shadow_mode = on;
+        self
+    }
+
+    /// Answers carry dynamic metadata (envoyproxy/ratelimit's
+    /// `RESPONSE_DYNAMIC_METADATA`; off by default): the domain, the
+    /// request's descriptors (their entries as `key=value`, their limit
+    /// override and hits when they have them), the request's hits, and
+    /// under `metadata` the configuration's `metadata:` of the
+    /// descriptors not over their limit, merged. Envoy's `ratelimit`
+    /// filter keeps it for its access logs and later filters.
+    #[must_use]
+    pub fn dynamic_metadata(mut self, on: bool) -> Self {
+        self.dynamic_metadata = on;
         self
     }
 
@@ -161,10 +177,10 @@ impl RateLimitService {
                 other => Status::internal(other.to_string()),
             })?;
         crate::metrics::count(&req.domain, &slots);
-        Ok(self.response(&slots))
+        Ok(self.response(req, &slots))
     }
 
-    fn response(&self, slots: &[DescriptorLimit]) -> RateLimitResponse {
+    fn response(&self, req: &RateLimitRequest, slots: &[DescriptorLimit]) -> RateLimitResponse {
         let statuses: Vec<DescriptorStatus> = slots.iter().map(status).collect();
         let over = slots
             .iter()
@@ -181,6 +197,9 @@ impl RateLimitService {
             overall_code: code as i32,
             statuses,
             response_headers_to_add: self.header_fields(slots),
+            dynamic_metadata: self
+                .dynamic_metadata
+                .then(|| crate::metadata::of_answer(req, slots)),
             ..RateLimitResponse::default()
         }
     }

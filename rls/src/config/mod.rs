@@ -28,8 +28,10 @@
 //! `descriptors`, `key`, `value` with `*` wildcards, `rate_limit` with
 //! `unit` from `second` to `year`, `requests_per_unit`, `unlimited`, `name`,
 //! `replaces`; `shadow_mode`, `detailed_metric`, `value_to_metric`,
-//! `share_threshold`), with its checks and its messages. Two fields it has
-//! are refused with a message saying so: `quota_mode` and `metadata`.
+//! `share_threshold`, `metadata`: a map the answer's dynamic metadata
+//! carries when the descriptor is not over its limit, with
+//! `--response-dynamic-metadata`), with its checks and its messages. One
+//! field it has is refused with a message saying so: `quota_mode`.
 //! floodgate's additions, all optional: `algorithm` (`fixed_window`, the
 //! default, so a file behaves as it did; `sliding_window`, `sliding_log`,
 //! `gcra`, `token_bucket`, `leaky_bucket`), `burst` (GCRA's burst, a
@@ -254,12 +256,11 @@ fn load_descriptors(
                 d.key
             ));
         }
-        if d.metadata.is_some() {
-            return Err(format!(
-                "{parent}{}: metadata is not supported by floodgate-rls",
-                d.key
-            ));
-        }
+        let metadata = d
+            .metadata
+            .map(crate::metadata::from_yaml)
+            .transpose()
+            .map_err(|e| format!("{parent}{}: error parsing metadata: {e}", d.key))?;
         let final_key = if d.value.is_empty() {
             d.key.clone()
         } else {
@@ -276,12 +277,11 @@ fn load_descriptors(
             ));
         }
         let rule = match d.rate_limit {
-            Some(limit) => Some(Arc::new(rule(
-                limit,
-                &full_key,
-                d.shadow_mode,
-                d.detailed_metric,
-            )?)),
+            Some(limit) => {
+                let mut rule = rule(limit, &full_key, d.shadow_mode, d.detailed_metric)?;
+                rule.metadata = metadata.map(Arc::new);
+                Some(Arc::new(rule))
+            }
             None => None,
         };
         if wildcard {

@@ -107,5 +107,6 @@ pub(super) fn rule(
         algorithm,
         shadow,
         detailed_metric,
+        metadata: None,
     })
 }

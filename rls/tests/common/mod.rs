@@ -106,6 +106,7 @@ pub fn options(config: PathBuf) -> Options {
         log_format: LogFormat::Text,
         shadow_mode: false,
         merge_domains: false,
+        response_dynamic_metadata: false,
     }
 }
 
