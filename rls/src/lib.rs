@@ -33,6 +33,7 @@ mod metrics;
 mod reload;
 pub mod rules;
 mod service;
+mod slots;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -123,6 +124,11 @@ pub struct Options {
     /// and the `metadata:` of the descriptors not over their limit.
     #[arg(long, env = "FLOODGATE_RLS_RESPONSE_DYNAMIC_METADATA")]
     pub response_dynamic_metadata: bool,
+    /// Global quota mode (envoyproxy/ratelimit's `QUOTA_MODE`): every
+    /// descriptor as if it said `quota_mode: true`; a request is over only
+    /// when all of them are.
+    #[arg(long, env = "FLOODGATE_RLS_QUOTA_MODE")]
+    pub quota_mode: bool,
 }
 
 /// What to answer when the store fails.
@@ -208,7 +214,8 @@ pub fn service(options: &Options) -> Result<RateLimitService, Box<dyn std::error
     Ok(service
         .headers(headers)
         .shadow_mode(options.shadow_mode)
-        .dynamic_metadata(options.response_dynamic_metadata))
+        .dynamic_metadata(options.response_dynamic_metadata)
+        .quota_mode(options.quota_mode))
 }
 
 /// Serve `service` on `listener` until `shutdown` completes, reading the

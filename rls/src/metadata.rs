@@ -21,7 +21,7 @@ use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::google::protobuf::{value::Kind, ListValue, Struct, Value};
 
-use crate::decide::DescriptorLimit;
+use crate::slots::DescriptorLimit;
 
 /// A descriptor's `metadata:` as Envoy gets it: a map of any YAML values
 /// (numbers become doubles, as in every protobuf `Struct`).

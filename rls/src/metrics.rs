@@ -20,7 +20,7 @@
 
 use metrics::counter;
 
-use crate::decide::DescriptorLimit;
+use crate::slots::DescriptorLimit;
 
 /// Count a decided request's descriptors.
 pub(crate) fn count(domain: &str, slots: &[DescriptorLimit]) {

@@ -194,6 +194,9 @@ pub struct Rule {
     /// The descriptor's `metadata:`, for the answer's dynamic metadata
     /// (`crate::metadata`).
     pub(crate) metadata: Option<Arc<Struct>>,
+    /// `quota_mode`: the request is over only when every descriptor in
+    /// quota mode is (`crate::decide`).
+    pub(crate) quota_mode: bool,
 }
 
 /// envoyproxy/ratelimit's units, and the lengths it gives them.

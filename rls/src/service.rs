@@ -16,9 +16,10 @@ use floodgate::headers::{write_headers, HeaderStyle, LimitReport};
 use floodgate::Limiter;
 use tonic::{Request, Response, Status};
 
-use crate::decide::{decide, slots, DescriptorLimit};
+use crate::decide::{decide, refuses};
 use crate::hot::HotLimiters;
 use crate::rules::Rules;
+use crate::slots::{slots, DescriptorLimit};
 use crate::OnStoreFailure;
 
 /// The most descriptors one request may carry; more is `INVALID_ARGUMENT`
@@ -45,6 +46,8 @@ pub struct RateLimitService {
     shadow_mode: bool,
     /// Whether answers carry dynamic metadata (`crate::metadata`).
     dynamic_metadata: bool,
+    /// Global quota mode: every descriptor in quota mode.
+    quota_mode: bool,
 }
 
 impl RateLimitService {
@@ -60,6 +63,7 @@ impl RateLimitService {
             headers: HeaderStyle::None,
             shadow_mode: false,
             dynamic_metadata: false,
+            quota_mode: false,
         }
     }
 
@@ -123,6 +127,20 @@ impl RateLimitService {
         self
     }
 
+    /// Global quota mode (envoyproxy/ratelimit's `QUOTA_MODE`; off by
+    /// default), as if every descriptor said `quota_mode: true`: a request
+    /// is over only when every one of its descriptors in quota mode is
+    /// over its limit. Each such descriptor is charged when it admits;
+    /// its status says `OVER_LIMIT` when it does not, and the answer is
+    /// `OK` while another admits. A refused request keeps no charge (what
+    /// the others were charged is given back). A descriptor with no rule
+    /// counts as one that admits, as in envoyproxy/ratelimit.
+    #[must_use]
+    pub fn quota_mode(mut self, on: bool) -> Self {
+        self.quota_mode = on;
+        self
+    }
+
     /// The rules in force, to swap new ones in (`rules().store(...)`).
     pub fn rules(&self) -> &Arc<ArcSwap<Rules>> {
         &self.rules
@@ -170,7 +188,7 @@ impl RateLimitService {
         let (limiter, hot) = policy
             .and_then(|p| self.by_policy.iter().find(|(q, _, _)| *q == p))
             .map_or((&self.limiter, &self.hot), |(_, l, h)| (l, h));
-        decide(limiter, hot, &mut slots)
+        decide(limiter, hot, &mut slots, self.quota_mode)
             .await
             .map_err(|e| match e {
                 floodgate::Error::Store(e) => Status::unavailable(format!("rate limit store: {e}")),
@@ -182,9 +200,7 @@ impl RateLimitService {
 
     fn response(&self, req: &RateLimitRequest, slots: &[DescriptorLimit]) -> RateLimitResponse {
         let statuses: Vec<DescriptorStatus> = slots.iter().map(status).collect();
-        let over = slots
-            .iter()
-            .any(|s| matches!(s, DescriptorLimit::Limited(l) if l.over() && !l.shadow));
+        let over = refuses(slots, self.quota_mode);
         let code = match (over, self.shadow_mode) {
             (false, _) => Code::Ok,
             (true, false) => Code::OverLimit,

@@ -57,10 +57,6 @@ fn broken_files_are_refused_with_envoyproxy_ratelimits_messages() {
         ("domain: d\nextra: 1", "unknown field `extra`"),
         ("domain: [", "config error"),
         (
-            "domain: d\ndescriptors: [ { key: k, quota_mode: true } ]",
-            "quota_mode is not supported",
-        ),
-        (
             "domain: d\ndescriptors: [ { key: k, metadata: [ a, b ] } ]",
             "d.k: error parsing metadata: metadata must be a map",
         ),

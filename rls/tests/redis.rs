@@ -377,3 +377,33 @@ async fn a_request_refused_by_another_descriptor_gives_the_hot_ones_charge_back(
     assert_eq!(r.statuses[0].limit_remaining, 1000 - 5 - 1);
     rls.stop().await;
 }
+
+/// Quota mode on Redis: the request is over only when both quotas are,
+/// and then the user's limit, charged in the same call, is given back.
+#[tokio::test]
+async fn quota_mode_refuses_when_every_quota_is_spent_and_gives_the_others_back() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let yaml = "domain: quota\ndescriptors:\n  - key: service\n    value: one\n    quota_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: service\n    value: two\n    quota_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 10 }\n";
+    let mut rls = start_with(yaml, move |o| o.redis_url = Some(url)).await;
+    let ask = || {
+        request(
+            "quota",
+            vec![
+                descriptor(&[("service", "one")]),
+                descriptor(&[("service", "two")]),
+                descriptor(&[("user", "ana")]),
+            ],
+        )
+    };
+    let r = rls.ask(ask()).await;
+    assert_eq!(r.overall_code, OK);
+    assert_eq!(r.statuses[2].limit_remaining, 9);
+    let r = rls.ask(ask()).await;
+    assert_eq!(r.overall_code, OVER_LIMIT);
+    assert_eq!(r.statuses[2].limit_remaining, 9, "{r:?}");
+    let r = rls
+        .ask(request("quota", vec![descriptor(&[("user", "ana")])]))
+        .await;
+    assert_eq!((r.overall_code, r.statuses[0].limit_remaining), (OK, 8));
+}

@@ -67,8 +67,11 @@
 //! hit on every descriptor, those over the limit included, so a client that
 //! keeps retrying stays locked out for as long as it retries. The rest is
 //! as there: statuses in request order with the limit, what remains and the
-//! time to reset; `shadow_mode` answers `OK`; an unknown domain or
-//! descriptor is `OK` without a limit.
+//! time to reset; `shadow_mode` answers `OK`; `quota_mode` refuses only
+//! when every descriptor in quota mode is over (and then, unlike there,
+//! gives back what the others were charged); a descriptor's `metadata:`
+//! reaches Envoy's dynamic metadata with `--response-dynamic-metadata`; an
+//! unknown domain or descriptor is `OK` without a limit.
 //!
 //! # When Redis or the service fails
 //!

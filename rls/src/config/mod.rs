@@ -28,10 +28,10 @@
 //! `descriptors`, `key`, `value` with `*` wildcards, `rate_limit` with
 //! `unit` from `second` to `year`, `requests_per_unit`, `unlimited`, `name`,
 //! `replaces`; `shadow_mode`, `detailed_metric`, `value_to_metric`,
-//! `share_threshold`, `metadata`: a map the answer's dynamic metadata
-//! carries when the descriptor is not over its limit, with
-//! `--response-dynamic-metadata`), with its checks and its messages. One
-//! field it has is refused with a message saying so: `quota_mode`.
+//! `share_threshold`, `quota_mode`: see [`crate::RateLimitService::quota_mode`];
+//! `metadata`: a map the answer's dynamic metadata carries when the
+//! descriptor is not over its limit, with `--response-dynamic-metadata`),
+//! with its checks and its messages.
 //! floodgate's additions, all optional: `algorithm` (`fixed_window`, the
 //! default, so a file behaves as it did; `sliding_window`, `sliding_log`,
 //! `gcra`, `token_bucket`, `leaky_bucket`), `burst` (GCRA's burst, a
@@ -250,12 +250,6 @@ fn load_descriptors(
         if d.key.is_empty() {
             return Err("descriptor has empty key".into());
         }
-        if d.quota_mode.is_some() {
-            return Err(format!(
-                "{parent}{}: quota_mode is not supported by floodgate-rls",
-                d.key
-            ));
-        }
         let metadata = d
             .metadata
             .map(crate::metadata::from_yaml)
@@ -280,6 +274,7 @@ fn load_descriptors(
             Some(limit) => {
                 let mut rule = rule(limit, &full_key, d.shadow_mode, d.detailed_metric)?;
                 rule.metadata = metadata.map(Arc::new);
+                rule.quota_mode = d.quota_mode.unwrap_or(false);
                 Some(Arc::new(rule))
             }
             None => None,

@@ -108,5 +108,6 @@ pub(super) fn rule(
         shadow,
         detailed_metric,
         metadata: None,
+        quota_mode: false,
     })
 }

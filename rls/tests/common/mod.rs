@@ -107,6 +107,7 @@ pub fn options(config: PathBuf) -> Options {
         shadow_mode: false,
         merge_domains: false,
         response_dynamic_metadata: false,
+        quota_mode: false,
     }
 }
 

@@ -1,0 +1,122 @@
+//! Quota mode over real gRPC (`quota_mode: true` on a descriptor, or
+//! `--quota-mode` for all; envoyproxy/ratelimit's): a request is over only
+//! when every descriptor in quota mode is, and a refused request keeps no
+//! charge.
+
+mod common;
+
+use common::{descriptor, request, start, start_with, OK, OVER_LIMIT};
+
+const QUOTAS: &str = r#"
+domain: quota
+descriptors:
+  - key: service
+    value: one
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: service
+    value: two
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 2 }
+  - key: user
+    rate_limit: { unit: minute, requests_per_unit: 10 }
+"#;
+
+fn services_and(
+    user: &str,
+) -> Vec<envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor> {
+    vec![
+        descriptor(&[("service", "one")]),
+        descriptor(&[("service", "two")]),
+        descriptor(&[("user", user)]),
+    ]
+}
+
+#[tokio::test]
+async fn a_request_is_over_only_when_every_quota_is_and_then_keeps_no_charge() {
+    let mut rls = start(QUOTAS).await;
+    let codes = |r: &envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse| {
+        r.statuses.iter().map(|s| s.code).collect::<Vec<_>>()
+    };
+    let remaining = |r: &envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse| {
+        r.statuses
+            .iter()
+            .map(|s| s.limit_remaining)
+            .collect::<Vec<_>>()
+    };
+
+    // Both quotas have room: each is charged, and the user's limit.
+    let r = rls.ask(request("quota", services_and("ana"))).await;
+    assert_eq!((r.overall_code, codes(&r)), (OK, vec![OK, OK, OK]));
+    assert_eq!(remaining(&r), [0, 1, 9]);
+
+    // `one` is spent: its status says so, but `two` admits the request.
+    let r = rls.ask(request("quota", services_and("ana"))).await;
+    assert_eq!((r.overall_code, codes(&r)), (OK, vec![OVER_LIMIT, OK, OK]));
+    assert_eq!(remaining(&r), [0, 0, 8]);
+
+    // Both spent: over, and the user's limit keeps what it had.
+    let r = rls.ask(request("quota", services_and("ana"))).await;
+    assert_eq!(
+        (r.overall_code, codes(&r)),
+        (OVER_LIMIT, vec![OVER_LIMIT, OVER_LIMIT, OK])
+    );
+    assert_eq!(
+        remaining(&r),
+        [0, 0, 8],
+        "a refused request keeps no charge"
+    );
+    let r = rls
+        .ask(request("quota", vec![descriptor(&[("user", "ana")])]))
+        .await;
+    assert_eq!((r.overall_code, r.statuses[0].limit_remaining), (OK, 7));
+
+    // A descriptor not in quota mode still refuses by itself.
+    for _ in 0..10 {
+        rls.ask(request("quota", vec![descriptor(&[("user", "bo")])]))
+            .await;
+    }
+    let r = rls
+        .ask(request(
+            "quota",
+            vec![
+                descriptor(&[("service", "three")]),
+                descriptor(&[("user", "bo")]),
+            ],
+        ))
+        .await;
+    assert_eq!(r.overall_code, OVER_LIMIT);
+}
+
+#[tokio::test]
+async fn global_quota_mode_puts_every_descriptor_in_quota_mode() {
+    let yaml = "domain: g\ndescriptors:\n  - key: a\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: b\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n";
+    let mut rls = start_with(yaml, |o| o.quota_mode = true).await;
+    let both = || {
+        request(
+            "g",
+            vec![descriptor(&[("a", "x")]), descriptor(&[("b", "x")])],
+        )
+    };
+    assert_eq!(rls.ask(both()).await.overall_code, OK);
+    // Both spent: over.
+    let r = rls.ask(both()).await;
+    assert_eq!(r.overall_code, OVER_LIMIT);
+    // A descriptor with no rule counts as one that admits.
+    let mut with_unknown = both();
+    with_unknown
+        .descriptors
+        .push(descriptor(&[("unknown", "x")]));
+    assert_eq!(rls.ask(with_unknown).await.overall_code, OK);
+    // Without the option the same requests are refused as soon as one is over.
+    let mut rls = start(yaml).await;
+    let one_spent = request("g", vec![descriptor(&[("a", "y")])]);
+    assert_eq!(rls.ask(one_spent).await.overall_code, OK);
+    let r = rls
+        .ask(request(
+            "g",
+            vec![descriptor(&[("a", "y")]), descriptor(&[("b", "y")])],
+        ))
+        .await;
+    assert_eq!(r.overall_code, OVER_LIMIT);
+}
