@@ -35,17 +35,17 @@ use crate::hot::HotLimiters;
 use crate::slots::{DescriptorLimit, Limited};
 
 /// Decide every limited slot: one call for all of them when they fit in
-/// one (see the module's docs).
+/// one (see the module's docs). Whether the request is refused.
 pub(crate) async fn decide(
     limiter: &Limiter<Limits>,
     hot: &HotLimiters,
     slots: &mut [DescriptorLimit],
     quota_mode: bool,
-) -> Result<(), floodgate::Error> {
+) -> Result<bool, floodgate::Error> {
     if quota_mode {
         for s in slots.iter_mut() {
             if let DescriptorLimit::Limited(l) = s {
-                l.quota = true;
+                l.quota_mode = true;
             }
         }
     }
@@ -81,7 +81,7 @@ pub(crate) async fn decide(
     // A descriptor at 0 refuses the request: the others are only looked at.
     let mut refused = limited
         .iter()
-        .any(|l| l.algorithm.is_none() && !l.shadow && !l.quota);
+        .any(|l| l.algorithm.is_none() && !l.shadow && !l.quota_mode);
     for l in limited.iter_mut().filter(|l| l.algorithm.is_none()) {
         // Its refusal, as the header fields and statuses report it.
         let until = l.until_reset();
@@ -110,7 +110,7 @@ pub(crate) async fn decide(
             if cost > 0 {
                 hot_charged.push((i, own));
             }
-        } else if !l.shadow && !l.quota {
+        } else if !l.shadow && !l.quota_mode {
             refused = true;
         }
     }
@@ -142,7 +142,7 @@ pub(crate) async fn decide(
             );
             // A limit in quota mode is decided as one in shadow mode: its
             // refusal alone refuses nothing.
-            if l.shadow || l.quota {
+            if l.shadow || l.quota_mode {
                 limits = limits
                     .map(|all| all.shadow(&l.limit))
                     .transpose()
@@ -165,6 +165,9 @@ pub(crate) async fn decide(
             l.uncharged = if charged { 0 } else { cost };
         }
     }
+    // Each give-back is tried even when one fails: the first failure is
+    // returned once all were tried.
+    let mut failed = None;
     let quota_refuses = !quota_admits_anyway && quota_over(limited.iter().map(|l| &**l));
     if quota_refuses && !refused {
         refused = true;
@@ -179,47 +182,37 @@ pub(crate) async fn decide(
             };
             let limits =
                 Limits::try_new(&l.limit, algorithm).map_err(floodgate::Error::Unsupported)?;
-            limiter.refund_with(&l.key, l.cost, &limits).await?;
-            l.uncharged = l.cost;
+            match limiter.refund_with(&l.key, l.cost, &limits).await {
+                Ok(_) => l.uncharged = l.cost,
+                Err(e) => failed = failed.or(Some(e)),
+            }
         }
     }
     if refused {
         for (i, own) in hot_charged {
             let l = &mut limited[i];
-            own.refund(&l.key, l.cost).await?;
-            l.uncharged = l.cost;
+            match own.refund(&l.key, l.cost).await {
+                Ok(_) => l.uncharged = l.cost,
+                Err(e) => failed = failed.or(Some(e)),
+            }
         }
     }
-    Ok(())
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(refused),
+    }
 }
 
 /// Whether the descriptors in quota mode among `limited` refuse the
-/// request: there are some, and every one is over its limit.
+/// request: there are some, and every one is reported `OVER_LIMIT` (one
+/// in shadow mode never is: it admits, as in envoyproxy/ratelimit).
 fn quota_over<'a>(limited: impl Iterator<Item = &'a Limited>) -> bool {
     let mut any = false;
-    for l in limited.filter(|l| l.quota) {
-        if !l.over() {
+    for l in limited.filter(|l| l.quota_mode) {
+        if !l.over() || l.shadow {
             return false;
         }
         any = true;
     }
     any
-}
-
-/// Whether `slots`, decided, refuse the request: one of them over its
-/// limit (not in shadow mode, nor in quota mode), or every one in quota
-/// mode over its limit (under `--quota-mode`, `quota_mode`, a descriptor
-/// with no rule admits).
-pub(crate) fn refuses(slots: &[DescriptorLimit], quota_mode: bool) -> bool {
-    let limited = || {
-        slots.iter().filter_map(|s| match s {
-            DescriptorLimit::Limited(l) => Some(&**l),
-            _ => None,
-        })
-    };
-    if limited().any(|l| l.over() && !l.shadow && !l.quota) {
-        return true;
-    }
-    let admits_anyway = quota_mode && slots.iter().any(|s| matches!(s, DescriptorLimit::NoLimit));
-    !admits_anyway && quota_over(limited())
 }

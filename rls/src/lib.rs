@@ -121,7 +121,7 @@ pub struct Options {
     pub merge_domains: bool,
     /// Answers carry dynamic metadata for Envoy (envoyproxy/ratelimit's
     /// `RESPONSE_DYNAMIC_METADATA`): the request's domain and descriptors,
-    /// and the `metadata:` of the descriptors not over their limit.
+    /// and the `metadata:` of the descriptors not reported `OVER_LIMIT`.
     #[arg(long, env = "FLOODGATE_RLS_RESPONSE_DYNAMIC_METADATA")]
     pub response_dynamic_metadata: bool,
     /// Global quota mode (envoyproxy/ratelimit's `QUOTA_MODE`): every

@@ -13,9 +13,10 @@
 //! metadata: { ... }                          # the descriptors' metadata, merged
 //! ```
 //!
-//! `metadata` merges the `metadata:` of the rules of the descriptors that
-//! were not over their limit (an unlimited descriptor has none): maps are
-//! merged key by key, and otherwise the first descriptor's value stays.
+//! `metadata` merges the `metadata:` of the rules of the descriptors whose
+//! status is not `OVER_LIMIT` (one in shadow mode over its limit is `OK`;
+//! an unlimited descriptor has none): maps are merged key by key, and
+//! otherwise the first descriptor's value stays.
 
 use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
@@ -24,7 +25,8 @@ use envoy_types::pb::google::protobuf::{value::Kind, ListValue, Struct, Value};
 use crate::slots::DescriptorLimit;
 
 /// A descriptor's `metadata:` as Envoy gets it: a map of any YAML values
-/// (numbers become doubles, as in every protobuf `Struct`).
+/// (numbers become doubles, as in every protobuf `Struct`; a number or a
+/// boolean as a key, its text).
 pub(crate) fn from_yaml(yaml: serde_yaml::Value) -> Result<Struct, String> {
     match value(yaml)?.kind {
         Some(Kind::StructValue(map)) => Ok(map),
@@ -45,8 +47,13 @@ fn value(yaml: serde_yaml::Value) -> Result<Value, String> {
         Yaml::Mapping(map) => {
             let mut fields = std::collections::HashMap::with_capacity(map.len());
             for (k, v) in map {
-                let Yaml::String(k) = k else {
-                    return Err(format!("metadata key {k:?} is not a string"));
+                // A number or a boolean as a key is its text, as
+                // envoyproxy/ratelimit reads it.
+                let k = match k {
+                    Yaml::String(k) => k,
+                    Yaml::Number(n) => n.to_string(),
+                    Yaml::Bool(b) => b.to_string(),
+                    other => return Err(format!("metadata key {other:?} is not a string")),
                 };
                 fields.insert(k, value(v)?);
             }
@@ -73,7 +80,8 @@ fn number(n: u64) -> Value {
 }
 
 /// The dynamic metadata of the answer to `req`, whose descriptors were
-/// decided as `slots` say.
+/// decided as `slots` say: the `metadata:` of those whose status is not
+/// `OVER_LIMIT`.
 pub(crate) fn of_answer(req: &RateLimitRequest, slots: &[DescriptorLimit]) -> Struct {
     let descriptors = req
         .descriptors
@@ -91,10 +99,18 @@ pub(crate) fn of_answer(req: &RateLimitRequest, slots: &[DescriptorLimit]) -> St
                 },
             )]);
             if let Some(limit) = &d.limit {
-                let unit =
-                    RateLimitUnit::try_from(limit.unit).map_or("UNKNOWN", |u| u.as_str_name());
-                let text = format!("requests_per_unit:{} unit:{unit}", limit.requests_per_unit);
-                fields.insert("limit".to_owned(), string(text));
+                // The override in protobuf's text form, as
+                // envoyproxy/ratelimit writes it: fields at 0 left out.
+                let mut text = Vec::new();
+                if limit.requests_per_unit != 0 {
+                    text.push(format!("requests_per_unit:{}", limit.requests_per_unit));
+                }
+                if limit.unit != 0 {
+                    let unit = RateLimitUnit::try_from(limit.unit)
+                        .map_or_else(|_| limit.unit.to_string(), |u| u.as_str_name().to_owned());
+                    text.push(format!("unit:{unit}"));
+                }
+                fields.insert("limit".to_owned(), string(text.join(" ")));
             }
             if let Some(hits) = &d.hits_addend {
                 fields.insert("hitsAddend".to_owned(), number(hits.value));

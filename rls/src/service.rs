@@ -16,7 +16,7 @@ use floodgate::headers::{write_headers, HeaderStyle, LimitReport};
 use floodgate::Limiter;
 use tonic::{Request, Response, Status};
 
-use crate::decide::{decide, refuses};
+use crate::decide::decide;
 use crate::hot::HotLimiters;
 use crate::rules::Rules;
 use crate::slots::{slots, DescriptorLimit};
@@ -119,7 +119,7 @@ impl RateLimitService {
     /// request's descriptors (their entries as `key=value`, their limit
     /// override and hits when they have them), the request's hits, and
     /// under `metadata` the configuration's `metadata:` of the
-    /// descriptors not over their limit, merged. Envoy's `ratelimit`
+    /// descriptors not reported `OVER_LIMIT`, merged. Envoy's `ratelimit`
     /// filter keeps it for its access logs and later filters.
     #[must_use]
     pub fn dynamic_metadata(mut self, on: bool) -> Self {
@@ -188,19 +188,23 @@ impl RateLimitService {
         let (limiter, hot) = policy
             .and_then(|p| self.by_policy.iter().find(|(q, _, _)| *q == p))
             .map_or((&self.limiter, &self.hot), |(_, l, h)| (l, h));
-        decide(limiter, hot, &mut slots, self.quota_mode)
+        let refused = decide(limiter, hot, &mut slots, self.quota_mode)
             .await
             .map_err(|e| match e {
                 floodgate::Error::Store(e) => Status::unavailable(format!("rate limit store: {e}")),
                 other => Status::internal(other.to_string()),
             })?;
         crate::metrics::count(&req.domain, &slots);
-        Ok(self.response(req, &slots))
+        Ok(self.response(req, &slots, refused))
     }
 
-    fn response(&self, req: &RateLimitRequest, slots: &[DescriptorLimit]) -> RateLimitResponse {
+    fn response(
+        &self,
+        req: &RateLimitRequest,
+        slots: &[DescriptorLimit],
+        over: bool,
+    ) -> RateLimitResponse {
         let statuses: Vec<DescriptorStatus> = slots.iter().map(status).collect();
-        let over = refuses(slots, self.quota_mode);
         let code = match (over, self.shadow_mode) {
             (false, _) => Code::Ok,
             (true, false) => Code::OverLimit,

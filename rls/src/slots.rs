@@ -49,9 +49,8 @@ pub(crate) struct Limited {
     pub(crate) negative: bool,
     /// Its rule's `metadata:` (`crate::metadata`).
     pub(crate) metadata: Option<Arc<Struct>>,
-    /// In quota mode: its refusal alone refuses nothing (see the module's
-    /// docs).
-    pub(crate) quota: bool,
+    /// In quota mode: its refusal alone refuses nothing (see `decide.rs`).
+    pub(crate) quota_mode: bool,
 }
 
 impl Limited {
@@ -66,8 +65,9 @@ impl Limited {
         }
     }
 
-    /// Whether this descriptor refuses the request (one that gives hits
-    /// back never does).
+    /// Whether this descriptor is over its limit (one that gives hits back
+    /// never is). Whether that refuses the request is `decide.rs`'s: not
+    /// in shadow mode, nor alone in quota mode.
     pub(crate) fn over(&self) -> bool {
         match &self.decision {
             Some((d, _)) => d.denied(),
@@ -128,7 +128,12 @@ pub(crate) fn slots(
         names.push(name);
     }
     for (slot, name) in slots.iter_mut().zip(names) {
-        if !name.is_empty() && replaced.contains(&name) {
+        // A replaced `unlimited` stays unlimited, as in envoyproxy/ratelimit
+        // (under `--quota-mode` it is not one that admits).
+        if !name.is_empty()
+            && replaced.contains(&name)
+            && !matches!(slot, DescriptorLimit::Unlimited)
+        {
             *slot = DescriptorLimit::NoLimit;
         }
     }
@@ -162,7 +167,7 @@ fn slot(
             hot_keys: None,
             negative: d.is_negative_hits,
             metadata: None,
-            quota: false,
+            quota_mode: false,
         };
         return Ok((DescriptorLimit::Limited(Box::new(limited)), None));
     }
@@ -196,7 +201,7 @@ fn slot(
         hot_keys: rule.hot_keys,
         negative: d.is_negative_hits,
         metadata: rule.metadata.clone(),
-        quota: rule.quota_mode,
+        quota_mode: rule.quota_mode,
     };
     Ok((DescriptorLimit::Limited(Box::new(limited)), Some(rule)))
 }

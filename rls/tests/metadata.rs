@@ -25,6 +25,7 @@ descriptors:
       service_with_quota: { region: eu }
       owner: team-b
       tags: [ fast, "2" ]
+      codes: { 404: not_found }
   - key: free
     rate_limit: { unlimited: true }
     metadata: { never: shown }
@@ -132,6 +133,8 @@ async fn answers_carry_the_request_and_the_metadata_of_descriptors_not_over() {
         matches!(get(&m, &["metadata", "tags"]), Some(Kind::ListValue(l)) if l.values.len() == 2)
     );
     assert_eq!(get(&m, &["metadata", "never"]), None);
+    // A number as a key is its text, as envoyproxy/ratelimit reads it.
+    assert_eq!(text(&m, &["metadata", "codes", "404"]), Some("not_found"));
 
     // `service=one` is now over its limit of 1 a minute: only `two`'s.
     let r = rls.ask(ask()).await;

@@ -18,6 +18,13 @@ descriptors:
     value: two
     quota_mode: true
     rate_limit: { unit: minute, requests_per_unit: 2 }
+  - key: service
+    value: three
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 5 }
+  - key: credit
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 5 }
   - key: user
     rate_limit: { unit: minute, requests_per_unit: 10 }
 "#;
@@ -71,7 +78,8 @@ async fn a_request_is_over_only_when_every_quota_is_and_then_keeps_no_charge() {
         .await;
     assert_eq!((r.overall_code, r.statuses[0].limit_remaining), (OK, 7));
 
-    // A descriptor not in quota mode still refuses by itself.
+    // A descriptor not in quota mode still refuses by itself, a quota
+    // with room beside it: which keeps no charge.
     for _ in 0..10 {
         rls.ask(request("quota", vec![descriptor(&[("user", "bo")])]))
             .await;
@@ -85,7 +93,58 @@ async fn a_request_is_over_only_when_every_quota_is_and_then_keeps_no_charge() {
             ],
         ))
         .await;
-    assert_eq!(r.overall_code, OVER_LIMIT);
+    assert_eq!(
+        (r.overall_code, codes(&r)),
+        (OVER_LIMIT, vec![OK, OVER_LIMIT])
+    );
+    let r = rls
+        .ask(request("quota", vec![descriptor(&[("service", "three")])]))
+        .await;
+    assert_eq!((r.overall_code, r.statuses[0].limit_remaining), (OK, 4));
+}
+
+#[tokio::test]
+async fn hits_given_back_are_no_quota_that_admits() {
+    let mut rls = start(QUOTAS).await;
+    let mut credit = descriptor(&[("credit", "c")]);
+    credit.is_negative_hits = true;
+    let ask = || {
+        request(
+            "quota",
+            vec![
+                descriptor(&[("service", "one")]),
+                descriptor(&[("user", "cy")]),
+                credit.clone(),
+            ],
+        )
+    };
+    assert_eq!(rls.ask(ask()).await.overall_code, OK);
+    // `one` is spent; `credit` only gives hits back: the request is over,
+    // and the user's limit keeps what it had.
+    let r = rls.ask(ask()).await;
+    assert_eq!(r.overall_code, OVER_LIMIT, "{r:?}");
+    let r = rls
+        .ask(request("quota", vec![descriptor(&[("user", "cy")])]))
+        .await;
+    assert_eq!(r.statuses[0].limit_remaining, 8);
+}
+
+#[tokio::test]
+async fn a_descriptor_in_shadow_mode_admits_in_quota_mode() {
+    let yaml = "domain: s\ndescriptors:\n  - key: tenant\n    shadow_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n";
+    let mut rls = start_with(yaml, |o| o.quota_mode = true).await;
+    let both = || {
+        request(
+            "s",
+            vec![descriptor(&[("tenant", "t")]), descriptor(&[("user", "u")])],
+        )
+    };
+    assert_eq!(rls.ask(both()).await.overall_code, OK);
+    // Both over their limits: the shadow one is reported OK, so admits, as
+    // in envoyproxy/ratelimit.
+    let r = rls.ask(both()).await;
+    let codes: Vec<i32> = r.statuses.iter().map(|s| s.code).collect();
+    assert_eq!((r.overall_code, codes), (OK, vec![OK, OVER_LIMIT]));
 }
 
 #[tokio::test]

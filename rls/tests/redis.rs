@@ -406,4 +406,5 @@ async fn quota_mode_refuses_when_every_quota_is_spent_and_gives_the_others_back(
         .ask(request("quota", vec![descriptor(&[("user", "ana")])]))
         .await;
     assert_eq!((r.overall_code, r.statuses[0].limit_remaining), (OK, 8));
+    rls.stop().await;
 }

@@ -30,7 +30,7 @@
 //! `replaces`; `shadow_mode`, `detailed_metric`, `value_to_metric`,
 //! `share_threshold`, `quota_mode`: see [`crate::RateLimitService::quota_mode`];
 //! `metadata`: a map the answer's dynamic metadata carries when the
-//! descriptor is not over its limit, with `--response-dynamic-metadata`),
+//! descriptor's status is not `OVER_LIMIT`, with `--response-dynamic-metadata`),
 //! with its checks and its messages.
 //! floodgate's additions, all optional: `algorithm` (`fixed_window`, the
 //! default, so a file behaves as it did; `sliding_window`, `sliding_log`,
