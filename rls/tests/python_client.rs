@@ -92,6 +92,7 @@ impl Server {
                 .arg(grpc.to_string())
                 .arg("--metrics-addr")
                 .arg(metrics.to_string())
+                .arg("--response-dynamic-metadata")
                 // Only PATH: no REDIS_URL, no FLOODGATE_RLS_* of the caller.
                 .env_clear()
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -190,12 +191,32 @@ fn run_with_deadline(
     (status, read(out))
 }
 
+/// Two services in quota mode: a request is over only when both are.
+const PY_QUOTA: &str = r#"
+domain: py_quota
+descriptors:
+  - key: service
+    value: one
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+    metadata: { service: { name: one }, owner: a }
+  - key: service
+    value: two
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 2 }
+    metadata: { service: { region: eu }, owner: b }
+"#;
+
 #[test]
 fn python_grpcio_client_with_envoys_messages() {
     let python_path = python_path();
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let config = dir.path().join("edge.yaml");
-    std::fs::write(&config, EDGE).expect("the configuration is written");
+    // A directory of two files: the edge domain, and one in quota mode
+    // whose answers carry dynamic metadata.
+    let config = dir.path().join("config");
+    std::fs::create_dir(&config).expect("the configuration's directory");
+    std::fs::write(config.join("edge.yaml"), EDGE).expect("the configuration is written");
+    std::fs::write(config.join("py_quota.yaml"), PY_QUOTA).expect("the configuration is written");
     let mut server = Server::start(&config, dir.path());
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/test_rls.py");

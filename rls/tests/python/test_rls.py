@@ -89,9 +89,23 @@ def check_shape(req, r):
             assert not s.HasField("duration_until_reset"), f"a reset without a limit{where}"
             assert s.code == OK, f"OVER_LIMIT without a limit{where}"
     over = any(s.code == OVER_LIMIT for s in r.statuses)
+    if req.domain == "py_quota":
+        # Quota mode: over only when every status is.
+        over = all(s.code == OVER_LIMIT for s in r.statuses)
     assert (r.overall_code == OVER_LIMIT) == over, (
         f"overall_code {r.overall_code} but statuses {[s.code for s in r.statuses]}{where}"
     )
+    # The server runs with --response-dynamic-metadata: every answer names
+    # its domain and descriptors.
+    assert r.HasField("dynamic_metadata"), f"no dynamic_metadata{where}"
+    m = r.dynamic_metadata.fields
+    assert m["domain"].string_value == req.domain, f"dynamic_metadata domain{where}"
+    described = [
+        [e.string_value for e in d.struct_value.fields["entries"].list_value.values]
+        for d in m["descriptors"].list_value.values
+    ]
+    sent = [[f"{e.key}={e.value}" for e in d.entries] for d in req.descriptors]
+    assert described == sent, f"dynamic_metadata descriptors {described}{where}"
 
 
 def descriptor(*entries, hits=None, limit=None):
@@ -477,6 +491,35 @@ def check_reset_is_the_windows_end(c):
     assert not failures, "\n".join(failures)
 
 
+def check_quota_mode_and_dynamic_metadata(c):
+    ask = lambda: request(  # noqa: E731
+        "py_quota", descriptor(("service", "one")), descriptor(("service", "two"))
+    )
+
+    def merged(r):
+        fields = r.dynamic_metadata.fields
+        if "metadata" not in fields:
+            return None
+        meta = fields["metadata"].struct_value.fields
+        service = meta["service"].struct_value.fields
+        return (meta["owner"].string_value, sorted((k, v.string_value) for k, v in service.items()))
+
+    r = c.ask(ask())
+    assert (r.overall_code, [s.code for s in r.statuses]) == (OK, [OK, OK]), short(r)
+    # Both passed: maps merged key by key, the first one's value kept.
+    assert merged(r) == ("a", [("name", "one"), ("region", "eu")]), short(r)
+    r = c.ask(ask())
+    # `one` is spent; `two` admits the request: only its metadata.
+    assert (r.overall_code, [s.code for s in r.statuses]) == (OK, [OVER_LIMIT, OK]), short(r)
+    assert merged(r) == ("b", [("region", "eu")]), short(r)
+    r = c.ask(ask())
+    assert (r.overall_code, [s.code for s in r.statuses]) == (
+        OVER_LIMIT,
+        [OVER_LIMIT, OVER_LIMIT],
+    ), short(r)
+    assert merged(r) is None, short(r)
+
+
 def check_health(c):
     check = c.channel.unary_unary(
         "/grpc.health.v1.Health/Check",
@@ -569,6 +612,7 @@ def main(argv):
         ("all or nothing", lambda: check_all_or_nothing(c)),
         ("malformed requests", lambda: check_malformed_requests(c)),
         ("duration_until_reset is the window's end", lambda: check_reset_is_the_windows_end(c)),
+        ("quota_mode and dynamic metadata", lambda: check_quota_mode_and_dynamic_metadata(c)),
         ("health", lambda: check_health(c)),
         ("metrics", lambda: check_metrics(metrics_addr)),
     ]
