@@ -14,13 +14,13 @@ domain: meta
 descriptors:
   - key: service
     value: one
-    rate_limit: { unit: minute, requests_per_unit: 1 }
+    rate_limit: { unit: hour, requests_per_unit: 1 }
     metadata:
       service_with_quota: { name: one, tier: 1 }
       owner: team-a
   - key: service
     value: two
-    rate_limit: { unit: minute, requests_per_unit: 5 }
+    rate_limit: { unit: hour, requests_per_unit: 5 }
     metadata:
       service_with_quota: { region: eu }
       owner: team-b
@@ -136,7 +136,7 @@ async fn answers_carry_the_request_and_the_metadata_of_descriptors_not_over() {
     // A number as a key is its text, as envoyproxy/ratelimit reads it.
     assert_eq!(text(&m, &["metadata", "codes", "404"]), Some("not_found"));
 
-    // `service=one` is now over its limit of 1 a minute: only `two`'s.
+    // `service=one` is now over its limit of 1 an hour: only `two`'s.
     let r = rls.ask(ask()).await;
     assert_eq!(r.overall_code, OVER_LIMIT);
     assert_eq!(r.statuses[0].code, OVER_LIMIT);

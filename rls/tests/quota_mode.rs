@@ -13,20 +13,20 @@ descriptors:
   - key: service
     value: one
     quota_mode: true
-    rate_limit: { unit: minute, requests_per_unit: 1 }
+    rate_limit: { unit: hour, requests_per_unit: 1 }
   - key: service
     value: two
     quota_mode: true
-    rate_limit: { unit: minute, requests_per_unit: 2 }
+    rate_limit: { unit: hour, requests_per_unit: 2 }
   - key: service
     value: three
     quota_mode: true
-    rate_limit: { unit: minute, requests_per_unit: 5 }
+    rate_limit: { unit: hour, requests_per_unit: 5 }
   - key: credit
     quota_mode: true
-    rate_limit: { unit: minute, requests_per_unit: 5 }
+    rate_limit: { unit: hour, requests_per_unit: 5 }
   - key: user
-    rate_limit: { unit: minute, requests_per_unit: 10 }
+    rate_limit: { unit: hour, requests_per_unit: 10 }
 "#;
 
 fn services_and(
@@ -131,7 +131,7 @@ async fn hits_given_back_are_no_quota_that_admits() {
 
 #[tokio::test]
 async fn a_descriptor_in_shadow_mode_admits_in_quota_mode() {
-    let yaml = "domain: s\ndescriptors:\n  - key: tenant\n    shadow_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n";
+    let yaml = "domain: s\ndescriptors:\n  - key: tenant\n    shadow_mode: true\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n";
     let mut rls = start_with(yaml, |o| o.quota_mode = true).await;
     let both = || {
         request(
@@ -149,7 +149,7 @@ async fn a_descriptor_in_shadow_mode_admits_in_quota_mode() {
 
 #[tokio::test]
 async fn global_quota_mode_puts_every_descriptor_in_quota_mode() {
-    let yaml = "domain: g\ndescriptors:\n  - key: a\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: b\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n";
+    let yaml = "domain: g\ndescriptors:\n  - key: a\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n  - key: b\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n";
     let mut rls = start_with(yaml, |o| o.quota_mode = true).await;
     let both = || {
         request(
@@ -178,4 +178,57 @@ async fn global_quota_mode_puts_every_descriptor_in_quota_mode() {
         ))
         .await;
     assert_eq!(r.overall_code, OVER_LIMIT);
+}
+
+#[tokio::test]
+async fn a_quota_at_zero_or_with_hot_keys_is_one_among_the_others() {
+    let yaml = r#"
+domain: more
+descriptors:
+  - key: zero
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 0 }
+  - key: hot
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 40, hot_keys: { servers: 2 } }
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 100 }
+"#;
+    let mut rls = start(yaml).await;
+    let user_left = |r: &envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse| {
+        r.statuses.last().map(|s| s.limit_remaining)
+    };
+    // A quota at 0 is over, alone it refuses, and the user keeps no charge.
+    let r = rls
+        .ask(request(
+            "more",
+            vec![descriptor(&[("zero", "z")]), descriptor(&[("user", "u")])],
+        ))
+        .await;
+    assert_eq!(r.overall_code, OVER_LIMIT, "{r:?}");
+    assert_eq!(user_left(&r), Some(100));
+    // With a hot quota that has room beside it: admitted, the user charged.
+    let both = || {
+        request(
+            "more",
+            vec![
+                descriptor(&[("zero", "z")]),
+                descriptor(&[("hot", "h")]),
+                descriptor(&[("user", "u")]),
+            ],
+        )
+    };
+    let mut admitted = 0;
+    for _ in 0..50 {
+        if rls.ask(both()).await.overall_code == OK {
+            admitted += 1;
+        }
+    }
+    // Hot keys never admit more than the limit, and at least 0.9 of it.
+    assert!((36..=40).contains(&admitted), "{admitted} admitted of 40");
+    // Every refused request gave the user's charge back.
+    let r = rls
+        .ask(request("more", vec![descriptor(&[("user", "u")])]))
+        .await;
+    assert_eq!(r.statuses[0].limit_remaining, 100 - admitted - 1);
 }

@@ -384,7 +384,7 @@ async fn a_request_refused_by_another_descriptor_gives_the_hot_ones_charge_back(
 async fn quota_mode_refuses_when_every_quota_is_spent_and_gives_the_others_back() {
     let redis = Redis::start();
     let url = redis.url();
-    let yaml = "domain: quota\ndescriptors:\n  - key: service\n    value: one\n    quota_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: service\n    value: two\n    quota_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 10 }\n";
+    let yaml = "domain: quota\ndescriptors:\n  - key: service\n    value: one\n    quota_mode: true\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n  - key: service\n    value: two\n    quota_mode: true\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 10 }\n";
     let mut rls = start_with(yaml, move |o| o.redis_url = Some(url)).await;
     let ask = || {
         request(
