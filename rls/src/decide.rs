@@ -28,7 +28,7 @@
 //! descriptor twice: one counter charged by each), or with different
 //! `hits_addend` on its descriptors.
 
-use floodgate::algorithm::{Limits, MAX_LIMITS};
+use floodgate::algorithm::{AnyAlgorithm, Limits, MAX_LIMITS};
 use floodgate::{Decision, Limiter, Quota};
 
 use crate::hot::HotLimiters;
@@ -69,11 +69,7 @@ pub(crate) async fn decide(
                 let own = hot.of(limiter, &l.limit, algorithm, hot_keys)?;
                 own.refund(&l.key, l.cost).await?
             }
-            None => {
-                let limits =
-                    Limits::try_new(&l.limit, algorithm).map_err(floodgate::Error::Unsupported)?;
-                limiter.refund_with(&l.key, l.cost, &limits).await?
-            }
+            None => refund_alone(limiter, l, algorithm).await?,
         };
         l.decision = Some((decided, algorithm.quota()));
     }
@@ -180,9 +176,7 @@ pub(crate) async fn decide(
             let Some(algorithm) = l.algorithm.filter(|_| charged) else {
                 continue;
             };
-            let limits =
-                Limits::try_new(&l.limit, algorithm).map_err(floodgate::Error::Unsupported)?;
-            match limiter.refund_with(&l.key, l.cost, &limits).await {
+            match refund_alone(limiter, l, algorithm).await {
                 Ok(_) => l.uncharged = l.cost,
                 Err(e) => failed = failed.or(Some(e)),
             }
@@ -201,6 +195,16 @@ pub(crate) async fn decide(
         Some(e) => Err(e),
         None => Ok(refused),
     }
+}
+
+/// Give `l`'s cost back to its limit alone (not the hot-keys limiter).
+async fn refund_alone(
+    limiter: &Limiter<Limits>,
+    l: &Limited,
+    algorithm: AnyAlgorithm,
+) -> Result<Decision, floodgate::Error> {
+    let limits = Limits::try_new(&l.limit, algorithm).map_err(floodgate::Error::Unsupported)?;
+    limiter.refund_with(&l.key, l.cost, &limits).await
 }
 
 /// Whether the descriptors in quota mode among `limited` refuse the
