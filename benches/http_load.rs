@@ -44,7 +44,9 @@
 //! HTTP/1.1 keep-alive client in this file (threads named `cli`, 2
 //! workers), reproducible wherever Rust builds. Each generator is run
 //! against the apps in turn, `--rounds` times (interleaved, so drift and
-//! the other processes on the machine hit all apps alike); ratios are taken
+//! the other processes on the machine hit all apps alike; each round starts
+//! one app later than the last, so no app always follows the same one);
+//! ratios are taken
 //! between apps of the same round, and their medians printed.
 //!
 //! Client and server share the machine's cores (2 here): the generator's
@@ -462,7 +464,12 @@ fn main() {
     let mut runs = vec![vec![Vec::<Run>::new(); apps.len()]; generators.len()];
     for round in 0..opts.rounds {
         for (g, gen) in generators.iter().enumerate() {
-            for (a, &addr) in addrs.iter().enumerate() {
+            // Each round starts one app later: no app always runs right
+            // after the same one (what the machine does between runs, a
+            // warm or a cold cache, falls on each in turn).
+            for k in 0..addrs.len() {
+                let a = (k + round) % addrs.len();
+                let addr = addrs[a];
                 if opts
                     .only
                     .as_ref()

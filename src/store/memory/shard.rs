@@ -6,6 +6,7 @@ use super::evict::Evictor;
 use crate::algorithm::{Reply, Spec, State, TwinMode, Write};
 use crate::store::Batch;
 use hashbrown::HashTable;
+use smol_str::SmolStr;
 use std::hash::BuildHasher;
 
 /// Sweeps never run on maps smaller than this: sweeping tiny maps buys nothing.
@@ -13,40 +14,36 @@ pub(super) const MIN_SWEEP: usize = 256;
 
 pub(super) type Hasher = foldhash::fast::RandomState;
 
-/// A key in the store: its namespace's id (8 bytes, little-endian) and the
-/// user key, as is (or its hash when too long, with [`HASHED`] set in the
-/// id), in one allocation.
-// One boxed slice of 16 bytes where an id and a `Box<str>` took 24: a
-// bucket of the table is 64 bytes instead of 72, and a memory-store GCRA
-// decision over 10 000 keys took 62.7 ns instead of 64.7 (benches/outside,
-// medians of 12 alternated runs).
-pub(super) struct Key(Box<[u8]>);
+/// A key in the store: its namespace's id and the user key, as is (or its
+/// hash when too long, with [`HASHED`] set in the id). A user key of up to
+/// 23 bytes is held in the bucket itself, a longer one on the heap.
+pub(super) struct Key {
+    ns: u64,
+    user: SmolStr,
+}
 
 impl Key {
     fn new(ns: u64, user: &str) -> Self {
-        let mut bytes = Vec::with_capacity(8 + user.len());
-        bytes.extend_from_slice(&ns.to_le_bytes());
-        bytes.extend_from_slice(user.as_bytes());
-        Self(bytes.into_boxed_slice())
+        Self {
+            ns,
+            user: SmolStr::new(user),
+        }
     }
 
     /// Whether this is the key of `user` in namespace `ns`.
     #[inline]
     fn is(&self, ns: u64, user: &str) -> bool {
-        let (id, rest) = self.0.split_at(8.min(self.0.len()));
-        *id == ns.to_le_bytes() && rest == user.as_bytes()
+        self.ns == ns && self.user == user
     }
 
     /// The namespace's id.
     pub(super) fn ns(&self) -> u64 {
-        self.0
-            .first_chunk::<8>()
-            .map_or(0, |id| u64::from_le_bytes(*id))
+        self.ns
     }
 
     /// The user key (as the store keeps it: hashed when long).
     pub(super) fn user(&self) -> &str {
-        std::str::from_utf8(self.0.get(8..).unwrap_or_default()).unwrap_or_default()
+        &self.user
     }
 }
 
