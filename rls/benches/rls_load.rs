@@ -20,6 +20,9 @@
 //! `check_keys` with N limits, the RLS gets N descriptors; a decision is
 //! one limit's.
 //!
+//! `TOKIO_WORKER_THREADS`, when set, is passed to the service (its worker
+//! threads; one a core otherwise).
+//!
 //! Every request carries one of 10 000 keys (`10.0.x.y`) and is admitted.
 //! Rounds alternate the two; medians. The machine's cores are shared by
 //! the client, the service and Redis; the CPU columns (from `/proc`) say
@@ -170,6 +173,7 @@ fn main() {
             ])
             .args(["--grpc-addr", &format!("127.0.0.1:{rls_port}")])
             .env("FLOODGATE_RLS_LOG", "warn")
+            .envs(std::env::var("TOKIO_WORKER_THREADS").map(|v| ("TOKIO_WORKER_THREADS", v)))
             .spawn()
             .expect("the floodgate-rls binary"),
     );
