@@ -4,10 +4,11 @@
 
 mod common;
 
-use common::{descriptor, request, start, start_with, EDGE, OK, OVER_LIMIT};
+use common::{descriptor, request, same_window, start, start_with, EDGE, OK, OVER_LIMIT};
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 use envoy_types::pb::google::protobuf::UInt64Value;
 use floodgate_rls::Headers;
+use std::time::Duration;
 
 #[tokio::test]
 async fn a_key_at_50_a_second_answers_49_remaining_after_its_first_hit() {
@@ -42,6 +43,7 @@ async fn a_key_at_50_a_second_answers_49_remaining_after_its_first_hit() {
 #[tokio::test]
 async fn at_20_a_minute_the_21st_hit_is_over_the_limit() {
     let mut rls = start(EDGE).await;
+    same_window(60, Duration::from_secs(10)).await;
     let upload = || request("edge", vec![descriptor(&[("path", "/upload")])]);
     for i in 0..20 {
         let r = rls.ask(upload()).await;
@@ -304,6 +306,8 @@ async fn negative_hits_give_back_what_was_charged() {
 #[tokio::test]
 async fn hits_addend_per_request_and_per_descriptor() {
     let mut rls = start(EDGE).await;
+    // Four hits on a limit of 50 a second: all in one second.
+    same_window(1, Duration::from_millis(500)).await;
     let mut req = request("edge", vec![descriptor(&[("remote_address", "10.1.1.1")])]);
     req.hits_addend = 10;
     assert_eq!(rls.ask(req).await.statuses[0].limit_remaining, 40);

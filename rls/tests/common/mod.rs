@@ -55,6 +55,21 @@ mod support;
 #[allow(unused_imports)]
 pub use support::{free_port, Killed};
 
+/// Wait, if need be, for a fixed window of `unit_secs` (aligned to the
+/// Unix epoch, as the service's) with at least `need` left: the hits of a
+/// test that counts must all fall in one window.
+pub async fn same_window(unit_secs: u64, need: std::time::Duration) {
+    let unit = std::time::Duration::from_secs(unit_secs);
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970");
+    let into = std::time::Duration::from_nanos((since_epoch.as_nanos() % unit.as_nanos()) as u64);
+    let left = unit - into;
+    if left < need {
+        tokio::time::sleep(left + std::time::Duration::from_millis(20)).await;
+    }
+}
+
 pub const OK: i32 = 1;
 pub const OVER_LIMIT: i32 = 2;
 
