@@ -46,8 +46,8 @@
 //! against the apps in turn, `--rounds` times (interleaved, so drift and
 //! the other processes on the machine hit all apps alike; each round starts
 //! one app later than the last, so no app always follows the same one);
-//! ratios are taken
-//! between apps of the same round, and their medians printed.
+//! ratios are taken between apps of the same round, and their medians
+//! printed.
 //!
 //! Client and server share the machine's cores (2 here): the generator's
 //! CPU is taken from the server's. The CPU columns (from `/proc`) say where

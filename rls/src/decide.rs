@@ -213,7 +213,7 @@ async fn refund_alone(
 fn quota_over<'a>(limited: impl Iterator<Item = &'a Limited>) -> bool {
     let mut any = false;
     for l in limited.filter(|l| l.quota_mode) {
-        if !l.over() || l.shadow {
+        if !l.reported_over() {
             return false;
         }
         any = true;

@@ -61,22 +61,25 @@ fn value(yaml: serde_yaml::Value) -> Result<Value, String> {
         }
         Yaml::Tagged(tagged) => return value(tagged.value),
     };
-    Ok(Value { kind: Some(kind) })
+    Ok(of(kind))
+}
+
+fn of(kind: Kind) -> Value {
+    Value { kind: Some(kind) }
 }
 
 fn string(s: String) -> Value {
-    Value {
-        kind: Some(Kind::StringValue(s)),
-    }
+    of(Kind::StringValue(s))
 }
 
 fn number(n: u64) -> Value {
     // Exact up to 2^53, as any protobuf `Struct` number.
     #[allow(clippy::cast_precision_loss)]
-    let n = n as f64;
-    Value {
-        kind: Some(Kind::NumberValue(n)),
-    }
+    of(Kind::NumberValue(n as f64))
+}
+
+fn list(values: Vec<Value>) -> Value {
+    of(Kind::ListValue(ListValue { values }))
 }
 
 /// The dynamic metadata of the answer to `req`, whose descriptors were
@@ -92,12 +95,8 @@ pub(crate) fn of_answer(req: &RateLimitRequest, slots: &[DescriptorLimit]) -> St
                 .iter()
                 .map(|e| string(format!("{}={}", e.key, e.value)))
                 .collect();
-            let mut fields = std::collections::HashMap::from([(
-                "entries".to_owned(),
-                Value {
-                    kind: Some(Kind::ListValue(ListValue { values: entries })),
-                },
-            )]);
+            let mut fields =
+                std::collections::HashMap::from([("entries".to_owned(), list(entries))]);
             if let Some(limit) = &d.limit {
                 // The override in protobuf's text form, as
                 // envoyproxy/ratelimit writes it: fields at 0 left out.
@@ -115,21 +114,12 @@ pub(crate) fn of_answer(req: &RateLimitRequest, slots: &[DescriptorLimit]) -> St
             if let Some(hits) = &d.hits_addend {
                 fields.insert("hitsAddend".to_owned(), number(hits.value));
             }
-            Value {
-                kind: Some(Kind::StructValue(Struct { fields })),
-            }
+            of(Kind::StructValue(Struct { fields }))
         })
         .collect();
     let mut fields = std::collections::HashMap::from([
         ("domain".to_owned(), string(req.domain.clone())),
-        (
-            "descriptors".to_owned(),
-            Value {
-                kind: Some(Kind::ListValue(ListValue {
-                    values: descriptors,
-                })),
-            },
-        ),
+        ("descriptors".to_owned(), list(descriptors)),
     ]);
     if req.hits_addend != 0 {
         fields.insert("hitsAddend".to_owned(), number(u64::from(req.hits_addend)));
@@ -137,18 +127,13 @@ pub(crate) fn of_answer(req: &RateLimitRequest, slots: &[DescriptorLimit]) -> St
     let mut merged = Struct::default();
     for slot in slots {
         if let DescriptorLimit::Limited(l) = slot {
-            if let Some(metadata) = l.metadata.as_deref().filter(|_| !l.over() || l.shadow) {
+            if let Some(metadata) = l.metadata.as_deref().filter(|_| !l.reported_over()) {
                 merge(&mut merged, metadata);
             }
         }
     }
     if !merged.fields.is_empty() {
-        fields.insert(
-            "metadata".to_owned(),
-            Value {
-                kind: Some(Kind::StructValue(merged)),
-            },
-        );
+        fields.insert("metadata".to_owned(), of(Kind::StructValue(merged)));
     }
     Struct { fields }
 }

@@ -282,9 +282,7 @@ fn status(slot: &DescriptorLimit) -> DescriptorStatus {
             ..DescriptorStatus::default()
         },
         DescriptorLimit::Limited(l) => {
-            // A shadow limit over its limit is reported `OK`, as
-            // envoyproxy/ratelimit does: it must not refuse.
-            let code = if l.over() && !l.shadow {
+            let code = if l.reported_over() {
                 Code::OverLimit
             } else {
                 Code::Ok

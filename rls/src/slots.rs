@@ -75,6 +75,14 @@ impl Limited {
         }
     }
 
+    /// Whether its status says `OVER_LIMIT`: over its limit and not in
+    /// shadow mode (a shadow limit over its limit is reported `OK`, as
+    /// envoyproxy/ratelimit does). What quota mode and the dynamic
+    /// metadata read too.
+    pub(crate) fn reported_over(&self) -> bool {
+        self.over() && !self.shadow
+    }
+
     /// Time until the counter resets (the end of the unit, as
     /// envoyproxy/ratelimit reports it when the limit is 0).
     ///
